@@ -1,0 +1,192 @@
+"""`ssmbench` command line: what the Snakemake rules and DVC stages call.
+
+    ssmbench check                      validate params.yaml, print the suite's grid size
+    ssmbench grid                       list the suite's jobs
+    ssmbench fetch   --benchmark B --dataset D
+    ssmbench prepare --benchmark B --dataset D
+    ssmbench train   --benchmark B --dataset D --model M --fold K
+    ssmbench report
+    ssmbench complexity --channels C --classes K --length L
+
+Every command reads params.yaml (--params) and the suite (--suite, default: params.yaml's
+`suite`). Errors in the inputs exit with status 2 and one message naming what is wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _params(args):
+    from ssmbench.config import load_params
+
+    return load_params(args.params, suite=args.suite)
+
+
+def cmd_check(args) -> int:
+    from ssmbench.config import suite_datasets, suite_grid
+
+    params = _params(args)
+    grid = suite_grid(params)
+    print(
+        f"{args.params}: OK. suite {params['suite']!r}: {len(grid)} runs over "
+        f"{len(suite_datasets(params))} datasets"
+    )
+    return 0
+
+
+def cmd_grid(args) -> int:
+    from ssmbench.config import suite_grid
+
+    params = _params(args)
+    for job in suite_grid(params):
+        print(job.record_path(params["paths"]["runs"]))
+    return 0
+
+
+def cmd_fetch(args) -> int:
+    from ssmbench.config import benchmark_settings
+    from ssmbench.data.uea import fetch_uea
+
+    params = _params(args)
+    settings = benchmark_settings(params, args.benchmark)
+    raw_dir = Path(params["paths"]["raw"]) / args.benchmark
+    info = fetch_uea(
+        args.dataset,
+        raw_dir,
+        archive_dir=settings.get("archive_dir"),
+        download=settings.get("download", True),
+    )
+    _log(f"fetched {args.benchmark}/{args.dataset} from {info.get('source')}: {json.dumps(info)}")
+    return 0
+
+
+def cmd_prepare(args) -> int:
+    from ssmbench.data.uea import prepare_uea
+
+    params = _params(args)
+    raw_dir = Path(params["paths"]["raw"]) / args.benchmark
+    path = prepare_uea(args.dataset, raw_dir, Path(params["paths"]["prepared"]) / args.benchmark)
+    meta = json.loads((path / "meta.json").read_text())
+    _log(
+        f"prepared {path}: N={meta['N']} C={meta['C']} L={meta['L']} classes={meta['n_classes']} "
+        f"length_policy={meta.get('length_policy')!r}"
+    )
+    return 0
+
+
+def cmd_train(args) -> int:
+    from ssmbench.config import Job, job_spec
+    from ssmbench.train.protocol import run_job
+
+    params = _params(args)
+    job = Job(args.benchmark, args.dataset, args.model, args.fold)
+    spec = job_spec(params, job)
+    if args.max_epochs:
+        spec["settings"]["max_epochs"] = args.max_epochs
+    record = Path(args.record) if args.record else job.record_path(params["paths"]["runs"])
+    result = run_job(spec, record, threads=args.threads, log=_log)
+    _log(f"wrote {record}: test_error={result['test_error']:.4f} best_epoch={result['best_epoch']}")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from ssmbench.config import suite_grid
+    from ssmbench.report.build import build_report
+
+    params = _params(args)
+    paths = params["paths"]
+    suite = params["suites"][params["suite"]]
+    written = build_report(
+        runs_dir=paths["runs"],
+        results_dir=paths["results"],
+        figures_dir=paths["figures"],
+        report_params=params["report"],
+        benchmark_models={bench: suite["models"] for bench in suite["benchmarks"]},
+        grid=[(j.benchmark, j.dataset, j.model, j.fold) for j in suite_grid(params)],
+    )
+    for name, path in written.items():
+        print(f"{name}: {path}")
+    return 0
+
+
+def cmd_complexity(args) -> int:
+    from ssmbench.complexity import count_params, mmac
+    from ssmbench.models import build_model
+
+    params = _params(args)
+    names = args.models or list(params["models"])
+    shape = f"C={args.channels}, K={args.classes}, L={args.length}"
+    print(f"{'model':<14}{'params':>12}{'MMac':>12}   ({shape})")
+    for name in names:
+        if name not in params["models"]:
+            raise ValueError(
+                f"--models: unknown model {name!r} (known: {', '.join(params['models'])})"
+            )
+        model = build_model(name, args.channels, args.classes, args.length, params["models"][name])
+        print(
+            f"{name:<14}{count_params(model):>12,}{mmac(model, args.channels, args.length):>12.3f}"
+        )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ssmbench", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--params", default="params.yaml", help="the config file (default: %(default)s)"
+    )
+    parser.add_argument("--suite", default=None, help="suite name (default: params.yaml's `suite`)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    sub.add_parser("check", help="validate params.yaml").set_defaults(func=cmd_check)
+    sub.add_parser("grid", help="list the suite's run records").set_defaults(func=cmd_grid)
+    for name, func in (("fetch", cmd_fetch), ("prepare", cmd_prepare)):
+        p = sub.add_parser(name, help=f"{name} one dataset")
+        p.add_argument("--benchmark", required=True)
+        p.add_argument("--dataset", required=True)
+        p.set_defaults(func=func)
+    p = sub.add_parser("train", help="one run: one model on one fold of one dataset")
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--fold", required=True, type=int)
+    p.add_argument("--record", help="record path (default: the contract's path under paths.runs)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-epochs", type=int, default=None, help="cap epochs (smoke tests only)")
+    p.set_defaults(func=cmd_train)
+    sub.add_parser("report", help="metrics.csv, summary.json, tables, figures").set_defaults(
+        func=cmd_report
+    )
+    p = sub.add_parser("complexity", help="params and MMac of models for one input shape")
+    p.add_argument("--channels", type=int, required=True)
+    p.add_argument("--classes", type=int, required=True)
+    p.add_argument("--length", type=int, required=True)
+    p.add_argument("--models", nargs="*")
+    p.set_defaults(func=cmd_complexity)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from ssmbench.config import ConfigError
+
+    try:
+        from ssmbench.data.errors import DataError
+    except ImportError:  # pragma: no cover - the data package is always installed
+        DataError = ConfigError  # noqa: N806
+    try:
+        return args.func(args)
+    except (ConfigError, DataError, ValueError, FileNotFoundError) as exc:
+        _log(f"ssmbench {args.command}: error: {exc}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""params.yaml: loading, validation and the suite grid.
+
+params.yaml is the single source of truth. The JSON Schema (workflow/schemas/) checks its
+shape; `check_params` then checks what a schema cannot: that every suite names known
+benchmarks, datasets and models, and that each model's hyperparameters fit its family.
+Both run when Snakemake parses the workflow, so a bad config fails before any job runs.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+# The schema ships inside the package; workflow/schemas/params.schema.yaml links to it.
+SCHEMA_PATH = Path(__file__).with_name("params.schema.yaml")
+
+# Keys a suite's `overrides` may change: the protocol and per-benchmark settings.
+PROTOCOL_KEYS = {
+    "optimizer",
+    "lr",
+    "weight_decay",
+    "val_fraction",
+    "early_stopping_patience",
+    "monitor",
+    "grad_clip_norm",
+    "deterministic",
+    "seed_base",
+}
+
+
+class ConfigError(ValueError):
+    """params.yaml is malformed or inconsistent; the message names the field."""
+
+
+@dataclass(frozen=True, order=True)
+class Job:
+    """One run: one model on one fold of one dataset."""
+
+    benchmark: str
+    dataset: str
+    model: str
+    fold: int
+
+    def record_path(self, runs_dir: str | Path) -> Path:
+        return Path(runs_dir) / self.benchmark / self.dataset / self.model / f"fold{self.fold}.json"
+
+
+def load_params(path: str | Path = "params.yaml", suite: str | None = None) -> dict:
+    """Read, schema-validate and cross-check params.yaml; `suite` overrides `params["suite"]`."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(
+            f"{path}: no such params file; run from the project root or pass --params"
+        )
+    try:
+        params = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    if suite is not None:
+        params["suite"] = suite
+    validate_schema(params, source=str(path))
+    check_params(params, source=str(path))
+    return params
+
+
+def validate_schema(params: dict, source: str = "params.yaml") -> None:
+    import jsonschema
+
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
+    if errors:
+        lines = [
+            f"  {'.'.join(str(p) for p in e.absolute_path) or '<top>'}: {e.message}" for e in errors
+        ]
+        raise ConfigError(
+            f"{source} does not match the schema {SCHEMA_PATH.name}:\n" + "\n".join(lines)
+        )
+
+
+def known_datasets(params: dict, benchmark: str) -> list[str]:
+    return list(params["benchmarks"][benchmark].get("datasets", []))
+
+
+def check_params(params: dict, source: str = "params.yaml") -> None:
+    """Cross-references the schema cannot express. Raises ConfigError listing every problem."""
+    from ssmbench.models import validate_model_params
+
+    problems: list[str] = []
+    suites = params.get("suites", {})
+    if params.get("suite") not in suites:
+        problems.append(
+            f"suite: {params.get('suite')!r} is not a suite defined under `suites:` "
+            f"(known: {', '.join(sorted(suites))})"
+        )
+    for name, entry in params.get("models", {}).items():
+        try:
+            validate_model_params(name, entry)
+        except ValueError as exc:
+            problems.append(f"models.{name}: {exc}")
+    for sname, suite in suites.items():
+        for bench, datasets in suite.get("benchmarks", {}).items():
+            if bench not in params["benchmarks"]:
+                problems.append(
+                    f"suites.{sname}.benchmarks: unknown benchmark {bench!r} "
+                    f"(known: {', '.join(sorted(params['benchmarks']))})"
+                )
+                continue
+            known = set(known_datasets(params, bench))
+            for ds in datasets:
+                if ds not in known:
+                    problems.append(
+                        f"suites.{sname}.benchmarks.{bench}: unknown dataset {ds!r}; add it to "
+                        f"benchmarks.{bench}.datasets or fix the spelling"
+                    )
+        for model in suite.get("models", []):
+            if model not in params.get("models", {}):
+                problems.append(
+                    f"suites.{sname}.models: unknown model {model!r} "
+                    f"(known: {', '.join(sorted(params.get('models', {})))})"
+                )
+        allowed = PROTOCOL_KEYS | set(next(iter(params["benchmarks"].values()), {}).keys())
+        for key in suite.get("overrides", {}) or {}:
+            if key not in allowed:
+                problems.append(
+                    f"suites.{sname}.overrides: {key!r} is neither a protocol key nor a benchmark "
+                    f"setting (allowed: {', '.join(sorted(allowed))})"
+                )
+    if problems:
+        raise ConfigError(f"{source} has {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+
+
+def suite_grid(params: dict, suite: str | None = None) -> list[Job]:
+    """Every (benchmark, dataset, model, fold) job of a suite, in a stable order."""
+    name = suite or params["suite"]
+    spec = params["suites"][name]
+    jobs = [
+        Job(bench, ds, model, int(fold))
+        for bench, datasets in spec["benchmarks"].items()
+        for ds in datasets
+        for model in spec["models"]
+        for fold in spec["folds"]
+    ]
+    return sorted(set(jobs))
+
+
+def suite_datasets(params: dict, suite: str | None = None) -> list[tuple[str, str]]:
+    """The (benchmark, dataset) pairs a suite needs prepared."""
+    return sorted({(j.benchmark, j.dataset) for j in suite_grid(params, suite)})
+
+
+def benchmark_settings(params: dict, benchmark: str, suite: str | None = None) -> dict:
+    """Protocol + benchmark settings, with the suite's overrides applied last."""
+    name = suite or params["suite"]
+    settings = copy.deepcopy(params["protocol"])
+    settings.update(copy.deepcopy(params["benchmarks"][benchmark]))
+    settings.pop("datasets", None)
+    settings.update(copy.deepcopy(params["suites"][name].get("overrides") or {}))
+    settings.setdefault("seed_base", 0)
+    return settings
+
+
+def batch_size_for(settings: dict, n_train: int) -> int:
+    """The paper's "batch 4–64 by dataset size": the power of two at or below
+    batch_fraction * n_train, clipped to [batch_min, batch_max]. A fixed `batch_size`
+    (e.g. MONSTER's 256) wins when given."""
+    if settings.get("batch_size"):
+        return int(settings["batch_size"])
+    target = max(1.0, settings["batch_fraction"] * n_train)
+    size = 2 ** int(math.floor(math.log2(target)))
+    return int(min(settings["batch_max"], max(settings["batch_min"], size)))
+
+
+def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]:
+    """Everything a training run needs, resolved: what Snakemake passes to `ssmbench train`
+    (and tracks, so a change to any of it reruns exactly the affected jobs)."""
+    return {
+        "benchmark": job.benchmark,
+        "dataset": job.dataset,
+        "model": job.model,
+        "fold": job.fold,
+        "model_params": copy.deepcopy(params["models"][job.model]),
+        "settings": benchmark_settings(params, job.benchmark, suite),
+        "prepared_dir": str(Path(params["paths"]["prepared"]) / job.benchmark / job.dataset),
+    }
+
+
+def train_resources(params: dict, job_model: str) -> dict:
+    """Resources of a training job: resources.train.default, then a per-model entry."""
+    train = params["resources"]["train"]
+    res = dict(train["default"])
+    res.update(train.get(job_model, {}))
+    return res

@@ -1,0 +1,22 @@
+"""Datasets: fetching raw files, preparing them in the common format, opening them.
+
+* :mod:`ssmbench.data.catalog` — what is known about each dataset (domain, shape, size).
+* :mod:`ssmbench.data.uea` — the UEA archive: :func:`fetch_uea`, :func:`prepare_uea`.
+* :mod:`ssmbench.data.store` — the prepared format (``docs/contracts.md``):
+  :class:`PreparedDataset` and :func:`stratified_validation_split`.
+"""
+
+from ssmbench.data.catalog import UEA_DATASETS, known_datasets
+from ssmbench.data.errors import DataError
+from ssmbench.data.store import PreparedDataset, stratified_validation_split
+from ssmbench.data.uea import fetch_uea, prepare_uea
+
+__all__ = [
+    "DataError",
+    "PreparedDataset",
+    "UEA_DATASETS",
+    "fetch_uea",
+    "known_datasets",
+    "prepare_uea",
+    "stratified_validation_split",
+]

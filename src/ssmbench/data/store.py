@@ -1,0 +1,230 @@
+"""The prepared-dataset format (``docs/contracts.md``): open it, get its folds and splits.
+
+``PreparedDataset(path)`` opens ``data/prepared/{benchmark}/{dataset}/``; ``X`` is
+memory-mapped (``np.load(mmap_mode="r", allow_pickle=False)``) so a large dataset never has
+to fit in memory. Fold handling hides the two schemes:
+
+* ``official_split`` (UEA): one official train/test split in ``test_indices_fold_0.txt``;
+  fold ``k`` (any ``k >= 0``) is that split, trained with seed ``k``.
+* ``given_folds`` (MONSTER): ``test_indices_fold_{k}.txt`` for ``k < n_folds``.
+
+``stratified_validation_split`` draws the early-stopping validation set from the
+*training* rows of a fold only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ssmbench.data.errors import DataError
+
+REQUIRED_FILES = ("X.npy", "y.npy", "meta.json")
+REQUIRED_META = ("N", "C", "L", "task", "fold_scheme", "n_folds")
+FOLD_SCHEMES = ("official_split", "given_folds")
+
+
+class PreparedDataset:
+    """A prepared dataset folder, checked on opening.
+
+    Raises :class:`DataError` when a file is missing (naming which), ``meta.json`` lacks a
+    key, or the shapes of ``X.npy`` / ``y.npy`` disagree with ``meta.json``.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        if not self.path.is_dir():
+            raise DataError(
+                f"{self.path}: no prepared dataset folder. Run the prepare step for it."
+            )
+        missing = [f for f in REQUIRED_FILES if not (self.path / f).is_file()]
+        if missing:
+            raise DataError(
+                f"{self.path}: incomplete prepared dataset, missing {', '.join(missing)}. "
+                f"Delete the folder and run the prepare step again."
+            )
+        try:
+            self.meta: dict = json.loads((self.path / "meta.json").read_text(encoding="utf-8"))
+        except ValueError as e:
+            raise DataError(
+                f"{self.path / 'meta.json'}: not valid JSON ({e}). Run the prepare step again."
+            ) from e
+        lacking = [k for k in REQUIRED_META if k not in self.meta]
+        if lacking:
+            raise DataError(
+                f"{self.path / 'meta.json'}: missing key(s) {lacking}. It was written by "
+                f"another version; run the prepare step again."
+            )
+        if self.meta["fold_scheme"] not in FOLD_SCHEMES:
+            raise DataError(
+                f"{self.path / 'meta.json'}: fold_scheme {self.meta['fold_scheme']!r} is not "
+                f"one of {FOLD_SCHEMES}. Run the prepare step again."
+            )
+        n_index_files = 1 if self.meta["fold_scheme"] == "official_split" else self.n_folds
+        missing = [
+            f"test_indices_fold_{k}.txt"
+            for k in range(n_index_files)
+            if not (self.path / f"test_indices_fold_{k}.txt").is_file()
+        ]
+        if missing:
+            raise DataError(
+                f"{self.path}: incomplete prepared dataset, missing {', '.join(missing)}. "
+                f"Delete the folder and run the prepare step again."
+            )
+
+        X, y = self.X, self.y
+        N, C, L = (int(self.meta[k]) for k in ("N", "C", "L"))
+        if X.shape != (N, C, L):
+            raise DataError(
+                f"{self.path / 'X.npy'}: shape {X.shape} but meta.json says (N, C, L) = "
+                f"{(N, C, L)}. The folder is inconsistent; run the prepare step again."
+            )
+        if X.dtype != np.float32:
+            raise DataError(
+                f"{self.path / 'X.npy'}: dtype {X.dtype}, expected float32. Run the "
+                f"prepare step again."
+            )
+        if y.shape != (N,):
+            raise DataError(
+                f"{self.path / 'y.npy'}: shape {y.shape} but meta.json says N = {N}. "
+                f"The folder is inconsistent; run the prepare step again."
+            )
+        self._test_cache: dict[int, np.ndarray] = {}
+
+    def __repr__(self) -> str:
+        m = self.meta
+        return (
+            f"PreparedDataset({str(self.path)!r}, N={m['N']}, C={m['C']}, L={m['L']}, "
+            f"{m['fold_scheme']})"
+        )
+
+    # ------------------------------------------------------------------ arrays
+    def _load(self, fname: str) -> np.ndarray:
+        try:
+            return np.load(self.path / fname, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError) as e:
+            raise DataError(
+                f"{self.path / fname}: cannot be read as a .npy array ({e}). Run the "
+                f"prepare step again."
+            ) from e
+
+    @property
+    def X(self) -> np.ndarray:
+        """float32 ``(N, C, L)``, memory-mapped read-only."""
+        return self._load("X.npy")
+
+    @property
+    def y(self) -> np.ndarray:
+        """int64 class ids (classification) or float targets, memory-mapped read-only."""
+        return self._load("y.npy")
+
+    @property
+    def n_folds(self) -> int:
+        return int(self.meta["n_folds"])
+
+    # ------------------------------------------------------------------ folds
+    def test_indices(self, fold: int) -> np.ndarray:
+        """Sorted int64 row indices of fold ``fold``'s test set."""
+        if isinstance(fold, bool) or not isinstance(fold, int | np.integer) or fold < 0:
+            raise DataError(f"{self.path}: fold must be an integer >= 0, got {fold!r}.")
+        fold = int(fold)
+        if self.meta["fold_scheme"] == "official_split":
+            k = 0  # one official split; fold k = that split trained with seed k
+        else:
+            if fold >= self.n_folds:
+                raise DataError(
+                    f"{self.path}: fold {fold} requested but the dataset has folds "
+                    f"0..{self.n_folds - 1}. Fix the suite's folds in params.yaml."
+                )
+            k = fold
+        if k not in self._test_cache:
+            self._test_cache[k] = self._read_indices(k)
+        return self._test_cache[k]
+
+    def train_indices(self, fold: int) -> np.ndarray:
+        """Sorted int64 row indices not in ``test_indices(fold)``."""
+        test = self.test_indices(fold)
+        keep = np.ones(int(self.meta["N"]), dtype=bool)
+        keep[test] = False
+        return np.flatnonzero(keep).astype(np.int64)
+
+    def _read_indices(self, k: int) -> np.ndarray:
+        path = self.path / f"test_indices_fold_{k}.txt"
+        if not path.is_file():
+            raise DataError(f"{path}: missing. Run the prepare step again.")
+        try:
+            idx = np.array(path.read_text(encoding="utf-8").split(), dtype=np.int64)
+        except ValueError as e:
+            raise DataError(
+                f"{path}: expected one integer row index per line ({e}). Run the prepare "
+                f"step again."
+            ) from e
+        N = int(self.meta["N"])
+        if idx.size == 0:
+            raise DataError(f"{path}: empty test set. Run the prepare step again.")
+        if idx.min() < 0 or idx.max() >= N:
+            raise DataError(
+                f"{path}: index out of range [0, {N}) ({idx.min()}..{idx.max()}). Run the "
+                f"prepare step again."
+            )
+        if np.unique(idx).size != idx.size:
+            raise DataError(f"{path}: duplicate row indices. Run the prepare step again.")
+        return np.sort(idx)
+
+
+def stratified_validation_split(
+    y_train_labels, fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split training rows into (train, validation), stratified by class.
+
+    Returns sorted int64 positions *into* ``y_train_labels`` (local indices): map them
+    through the fold's ``train_indices`` to get dataset rows. The test rows never enter.
+
+    Policy: ``sklearn.model_selection.StratifiedShuffleSplit(n_splits=1,
+    test_size=fraction, random_state=seed)`` when it can honour stratification, i.e. every
+    class has at least 2 samples and both parts can hold one sample of each class.
+    Otherwise (tiny sets such as AtrialFibrillation's 15 training series in 3 classes, or a
+    class with a single sample) a per-class draw with the same seed: a class with one
+    sample goes wholly to train; a class with ``n >= 2`` samples gives
+    ``min(n - 1, max(1, round(fraction * n)))`` samples to validation, so at least one
+    validation sample per such class and at least one training sample per class.
+    """
+    y = np.asarray(y_train_labels)
+    if y.ndim != 1 or y.size == 0:
+        raise DataError(f"validation split: expected a non-empty 1-D label array, got {y.shape}.")
+    if not 0.0 < float(fraction) < 1.0:
+        raise DataError(
+            f"validation split: fraction {fraction} must be in (0, 1). Fix "
+            f"protocol.val_fraction in params.yaml."
+        )
+    n = y.size
+    classes, counts = np.unique(y, return_counts=True)
+    n_val = math.ceil(float(fraction) * n)  # sklearn's rounding for a float test_size
+    if counts.min() >= 2 and n_val >= classes.size and n - n_val >= classes.size:
+        from sklearn.model_selection import StratifiedShuffleSplit
+
+        sss = StratifiedShuffleSplit(n_splits=1, test_size=float(fraction), random_state=seed)
+        tr, va = next(sss.split(np.zeros(n), y))
+        return np.sort(tr).astype(np.int64), np.sort(va).astype(np.int64)
+
+    rng = np.random.default_rng(seed)
+    val_parts = []
+    for cls, cnt in zip(classes, counts, strict=True):
+        if cnt < 2:
+            continue
+        members = np.flatnonzero(y == cls)
+        k = min(int(cnt) - 1, max(1, round(float(fraction) * int(cnt))))
+        val_parts.append(rng.choice(members, size=k, replace=False))
+    if not val_parts:
+        raise DataError(
+            f"validation split: every class has a single training sample ({n} samples), so "
+            f"no stratified validation set exists. Use a dataset with more training data."
+        )
+    val = np.sort(np.concatenate(val_parts)).astype(np.int64)
+    mask = np.ones(n, dtype=bool)
+    mask[val] = False
+    return np.flatnonzero(mask).astype(np.int64), val

@@ -1,0 +1,629 @@
+"""The UEA multivariate archive: fetch the raw ``.ts`` files, prepare them.
+
+``fetch_uea`` puts ``<raw_dir>/<Name>/<Name>_{TRAIN,TEST}.ts`` in place, with a
+``provenance.json`` beside them; ``prepare_uea`` turns them into the prepared format of
+``docs/contracts.md`` (``X.npy``, ``y.npy``, ``test_indices_fold_0.txt``, ``meta.json``).
+
+Where the files come from, in this order:
+
+1. ``archive_dir`` (params.yaml ``benchmarks.uea.archive_dir``): ``<archive_dir>/<Name>/``.
+2. The copy aeon ships inside its wheel (``aeon/datasets/data/<Name>/``: BasicMotions and
+   JapaneseVowels).
+3. If ``download``: aeon's downloader, ``aeon.datasets.load_classification(name,
+   extract_path=...)``, which fetches every file of the dataset's Zenodo record (tsml
+   community; record ids in ``aeon.datasets.tsc_datasets.tsc_zenodo``) into
+   ``<extract_path>/<Name>/``. We only keep the two original ``.ts`` files.
+
+Policies (also written into each ``meta.json``):
+
+* **Labels.** Class ids are ``0..K-1`` in sorted (Python string) order of the original
+  label strings as they appear in the data rows. The header's ``@classLabel`` list is only
+  used to check the data rows, and that match ignores case (``str.casefold``): some
+  archive releases spell a label differently in the header and in the rows (RacketSports),
+  and aeon's own reader lower-cases both. We keep the data's spelling; were one label
+  spelt two ways in the rows, the two are one class, named by its most frequent spelling.
+  A row label that is not in the header (case aside) is an error: it is how a truncated
+  last line usually shows.
+* **Lengths.** Series of unequal length (JapaneseVowels 7–29) are z-scored on their real
+  values and then right-padded with zeros to the maximum length over TRAIN and TEST.
+* **NaNs.** Trailing NaNs at the end of a series are padding of an unequal-length
+  series and are treated like it (zeros after normalisation). Any other NaN (or an
+  infinite value) makes preparation fail, naming the file and the count: we do not impute.
+* **Normalisation.** Per-channel z-score with the mean and (population) standard
+  deviation of all real values of the official TRAIN split only; a standard deviation of
+  0 is replaced by 1.
+* **Rows.** ``X`` holds the TRAIN rows then the TEST rows in file order; the TEST rows are
+  ``test_indices_fold_0.txt`` and ``meta["fold_scheme"] == "official_split"``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from ssmbench.data.catalog import domain_of
+from ssmbench.data.errors import DataError
+from ssmbench.io import atomic_write_json
+
+SPLITS = ("TRAIN", "TEST")
+PROVENANCE = "provenance.json"
+SUMS_FILE = "SHA256SUMS"
+NORMALISATION = "per_channel_train_zscore"
+LENGTH_POLICY_EQUAL = "equal_length: every series has the same length, no padding"
+LENGTH_POLICY_PAD = "right_zero_pad_after_zscore: shorter series padded with zeros at the end"
+NAN_POLICY = (
+    "reject: a NaN inside a series is an error; trailing NaNs are padding of an "
+    "unequal-length series (zeros after normalisation)"
+)
+LABEL_POLICY = (
+    "class ids in sorted order of the data rows' label strings; case ignored only to "
+    "match the @classLabel header"
+)
+ZENODO_RECORD_URL = "https://zenodo.org/records/{}"
+
+
+# --------------------------------------------------------------------------- helpers
+def _file_names(name: str) -> dict[str, str]:
+    return {split: f"{name}_{split}.ts" for split in SPLITS}
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _read_sums(path: Path) -> dict[str, str]:
+    """``SHA256SUMS`` (``sha256sum`` output) as {relative path: lower-case hex digest}."""
+    sums: dict[str, str] = {}
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 1)
+        if len(parts) != 2 or len(parts[0]) != 64:
+            raise DataError(
+                f"{path}: line {lineno} is not '<sha256>  <path>' ({line[:80]!r}). "
+                f"Fix or remove the checksum file (regenerate it with sha256sum)."
+            )
+        rel = parts[1].strip().lstrip("*")
+        rel = rel[2:] if rel.startswith("./") else rel
+        sums[rel] = parts[0].lower()
+    return sums
+
+
+def _expected_sums(root: Path, name: str) -> tuple[dict[str, str], str | None]:
+    """Checksums of the two files from ``<root>/SHA256SUMS`` or ``<root>/<name>/SHA256SUMS``.
+
+    Returns ({file name: sha256}, the checksum file used or None).
+    """
+    expected: dict[str, str] = {}
+    used = []
+    for sums_path, prefix in ((root / SUMS_FILE, f"{name}/"), (root / name / SUMS_FILE, "")):
+        if not sums_path.is_file():
+            continue
+        sums = _read_sums(sums_path)
+        for fname in _file_names(name).values():
+            if prefix + fname in sums:
+                expected[fname] = sums[prefix + fname]
+                used.append(str(sums_path))
+    return expected, (", ".join(sorted(set(used))) or None)
+
+
+def _existing_provenance(dest: Path, name: str) -> dict | None:
+    """The recorded provenance if every raw file is there with its recorded checksum."""
+    prov_path = dest / PROVENANCE
+    if not prov_path.is_file():
+        return None
+    try:
+        prov = json.loads(prov_path.read_text(encoding="utf-8"))
+        recorded = prov["raw_files"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    for fname in _file_names(name).values():
+        rel = f"{name}/{fname}"
+        path = dest / fname
+        if rel not in recorded or not path.is_file() or sha256_file(path) != recorded[rel]:
+            return None
+    return prov
+
+
+def _aeon_bundled_dir(name: str) -> Path | None:
+    """aeon's bundled copy: ``<aeon package>/datasets/data/<name>/`` (BasicMotions, ...)."""
+    try:
+        import aeon.datasets
+    except ImportError:
+        return None
+    folder = Path(aeon.datasets.__file__).resolve().parent / "data" / name
+    if all((folder / f).is_file() for f in _file_names(name).values()):
+        return folder
+    return None
+
+
+def _aeon_version() -> str | None:
+    try:
+        import aeon
+
+        return aeon.__version__
+    except ImportError:
+        return None
+
+
+def _download_with_aeon(name: str, workdir: Path) -> tuple[Path, str]:
+    """Download ``name`` with aeon into ``workdir/<name>/``; returns (folder, record url)."""
+    try:
+        from aeon.datasets import load_classification
+        from aeon.datasets.tsc_datasets import tsc_zenodo
+    except ImportError as e:
+        raise DataError(
+            f"UEA dataset {name}: downloading needs aeon ({e}). Install the pinned "
+            f"dependencies (pip install -e .) or set benchmarks.uea.archive_dir."
+        ) from e
+    if name not in tsc_zenodo:
+        raise DataError(
+            f"UEA dataset {name}: aeon knows no download for it "
+            f"(aeon.datasets.tsc_datasets.tsc_zenodo). Check the name's spelling in "
+            f"params.yaml, or put the files in benchmarks.uea.archive_dir/{name}/."
+        )
+    url = ZENODO_RECORD_URL.format(tsc_zenodo[name])
+    folder = workdir / name
+    try:
+        # Downloads every file of the Zenodo record into <extract_path>/<name>/, then
+        # loads it (which we do not need; our own reader reads the files afterwards).
+        load_classification(
+            name, extract_path=str(workdir), load_equal_length=False, load_no_missing=False
+        )
+    except Exception as e:  # aeon raises ValueError/URLError/OSError, wrapped
+        if not all((folder / f).is_file() for f in _file_names(name).values()):
+            raise DataError(
+                f"UEA dataset {name}: download from {url} via aeon failed "
+                f"({type(e).__name__}: {e}). Without network access, copy the archive "
+                f"files to <archive_dir>/{name}/{name}_TRAIN.ts and _TEST.ts and set "
+                f"benchmarks.uea.archive_dir in params.yaml."
+            ) from e
+    for fname in _file_names(name).values():
+        if not (folder / fname).is_file():
+            raise DataError(
+                f"UEA dataset {name}: the download from {url} has no {fname}. "
+                f"Set benchmarks.uea.archive_dir to a local copy of the archive."
+            )
+    return folder, url
+
+
+def _copy_verified(src: Path, dest_dir: Path, expected: str | None) -> tuple[Path, str]:
+    """Copy ``src`` to a temp file in ``dest_dir``; check its sha256; return (temp, sha)."""
+    tmp = dest_dir / f".{src.name}.tmp-{uuid.uuid4().hex}"
+    h = hashlib.sha256()
+    try:
+        with open(src, "rb") as fin, open(tmp, "wb") as fout:
+            for chunk in iter(lambda: fin.read(1 << 20), b""):
+                h.update(chunk)
+                fout.write(chunk)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise DataError(f"{src}: could not copy it to {dest_dir} ({e}).") from e
+    digest = h.hexdigest()
+    if expected is not None and digest != expected:
+        tmp.unlink(missing_ok=True)
+        raise DataError(
+            f"{src}: sha256 {digest} does not match {expected} listed in the source's "
+            f"SHA256SUMS. The file is corrupt or a different version; replace it with a "
+            f"good copy (the previous copy in {dest_dir}, if any, was kept)."
+        )
+    return tmp, digest
+
+
+# --------------------------------------------------------------------------- fetch
+def fetch_uea(
+    name: str,
+    raw_dir: str | os.PathLike,
+    archive_dir: str | os.PathLike | None = None,
+    download: bool = True,
+    force: bool = False,
+) -> dict:
+    """Put ``<raw_dir>/<name>/<name>_{TRAIN,TEST}.ts`` in place; return their provenance.
+
+    The provenance ``{source, source_url, raw_files {"<name>/<file>": sha256}, ...}`` is
+    also written to ``<raw_dir>/<name>/provenance.json``. Nothing is copied when the files
+    are already there with the recorded checksums (unless ``force``, or ``archive_dir``'s
+    SHA256SUMS now lists other checksums). Files are copied to temporary names and renamed
+    into place only once both have been read and checked, so a failed fetch keeps the
+    previous good copy.
+    """
+    raw_dir = Path(raw_dir)
+    dest = raw_dir / name
+    names = _file_names(name)
+
+    archive = Path(archive_dir) if archive_dir is not None else None
+    archive_sums: dict[str, str] = {}
+    if archive is not None:
+        archive_sums, _ = _expected_sums(archive, name)
+
+    if not force:
+        prov = _existing_provenance(dest, name)
+        if prov is not None and all(
+            prov["raw_files"].get(f"{name}/{f}") == s for f, s in archive_sums.items()
+        ):
+            return prov
+
+    workdir: Path | None = None
+    try:
+        if archive is not None:
+            src_dir, root = archive / name, archive
+            missing = [str(src_dir / f) for f in names.values() if not (src_dir / f).is_file()]
+            if missing:
+                raise DataError(
+                    f"UEA dataset {name}: archive_dir is set to {archive} but "
+                    f"{', '.join(missing)} does not exist. Put the archive's files there "
+                    f"(<archive_dir>/{name}/{name}_TRAIN.ts and _TEST.ts), or set "
+                    f"benchmarks.uea.archive_dir: null to use aeon's copy or download."
+                )
+            source, source_url = "archive_dir", str(src_dir.resolve())
+        elif (bundled := _aeon_bundled_dir(name)) is not None:
+            src_dir, root = bundled, bundled.parent
+            source = "aeon_bundled"
+            source_url = f"aeon=={_aeon_version()}:aeon/datasets/data/{name}"
+        elif download:
+            raw_dir.mkdir(parents=True, exist_ok=True)
+            workdir = Path(tempfile.mkdtemp(prefix=f".{name}.download-", dir=raw_dir))
+            src_dir, source_url = _download_with_aeon(name, workdir)
+            root, source = workdir, "download"
+        else:
+            raise DataError(
+                f"UEA dataset {name} is not available offline: archive_dir is not set, "
+                f"aeon does not ship it, and download is off. Set "
+                f"benchmarks.uea.archive_dir to a folder holding {name}/{names['TRAIN']} "
+                f"and {names['TEST']}, or set benchmarks.uea.download: true."
+            )
+
+        expected, sums_used = _expected_sums(root, name)
+        dest.mkdir(parents=True, exist_ok=True)
+        temps: dict[str, Path] = {}
+        raw_files: dict[str, str] = {}
+        try:
+            for fname in names.values():
+                tmp, digest = _copy_verified(src_dir / fname, dest, expected.get(fname))
+                temps[fname] = tmp
+                raw_files[f"{name}/{fname}"] = digest
+            # The old provenance no longer describes the folder while files are swapped.
+            (dest / PROVENANCE).unlink(missing_ok=True)
+            for fname, tmp in temps.items():
+                os.replace(tmp, dest / fname)
+        finally:
+            for tmp in temps.values():
+                tmp.unlink(missing_ok=True)
+    finally:
+        if workdir is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    prov = {
+        "dataset": name,
+        "source": source,
+        "source_url": source_url,
+        "raw_files": raw_files,
+        "verified_against": sums_used,
+        "aeon_version": _aeon_version(),
+        "fetched": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    atomic_write_json(dest / PROVENANCE, prov, sort_keys=False)
+    return prov
+
+
+# --------------------------------------------------------------------------- .ts reader
+class TsFile:
+    """A parsed ``.ts`` file: per-case float64 arrays ``(C, L_i)`` (NaN = padding)."""
+
+    def __init__(self, path, series, labels, header, class_values, n_padding_nan):
+        self.path = path
+        self.series: list[np.ndarray] = series
+        self.labels: list[str] = labels
+        self.header: dict[str, str] = header
+        self.class_values: list[str] = class_values
+        self.n_padding_nan: int = n_padding_nan
+
+    @property
+    def n_channels(self) -> int:
+        return self.series[0].shape[0]
+
+
+def read_ts(path: str | os.PathLike) -> TsFile:
+    """Read a classification ``.ts`` file (the UEA/aeon format) with exact label strings.
+
+    Our own reader rather than ``aeon.datasets.load_from_ts_file``: aeon lower-cases the
+    labels and reports errors without the line; this one keeps the labels' case and
+    raises :class:`DataError` naming the file and line for any malformed or truncated
+    content. Trailing NaNs of a series are kept as NaN (padding); any other NaN or an
+    infinite value raises.
+    """
+    path = Path(path)
+    header: dict[str, str] = {}
+    class_values: list[str] | None = None
+    series: list[np.ndarray] = []
+    labels: list[str] = []
+    n_channels: int | None = None
+    interior_nan = 0
+    interior_lines: list[int] = []
+    n_padding = 0
+    in_data = False
+    hint = "The file looks truncated or malformed; fetch it again (fetch_uea(..., force=True))."
+
+    try:
+        f = open(path, encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise DataError(f"{path}: cannot open it ({e}). Run the fetch step first.") from e
+    with f:
+        for lineno, raw in enumerate(f, 1):
+            line = raw.strip()
+            if not line or line.startswith("#"):
+                continue
+            if not in_data:
+                if not line.startswith("@"):
+                    raise DataError(
+                        f"{path}: line {lineno}: expected a header tag (@...) or @data, "
+                        f"found {line[:60]!r}. {hint}"
+                    )
+                tokens = line.split()
+                key = tokens[0][1:].lower()
+                if key == "data":
+                    in_data = True
+                    if class_values is None:
+                        raise DataError(
+                            f"{path}: no @classLabel tag before @data, so it is not a "
+                            f"classification file. Check that this is the UEA dataset."
+                        )
+                    if header.get("timestamps", "false").lower() == "true":
+                        raise DataError(
+                            f"{path}: @timeStamps true is not supported (no UEA dataset "
+                            f"uses it). Use a file without timestamps."
+                        )
+                    continue
+                header[key] = " ".join(tokens[1:])
+                if key == "classlabel":
+                    flag = tokens[1].lower() if len(tokens) > 1 else ""
+                    if flag != "true" or len(tokens) < 3:
+                        raise DataError(
+                            f"{path}: line {lineno}: '@classLabel {header[key]}' — expected "
+                            f"'@classLabel true <label> <label> ...' for a classification "
+                            f"dataset. {hint}"
+                        )
+                    class_values = tokens[2:]
+                continue
+
+            parts = line.split(":")
+            label = parts[-1].strip()
+            chans = parts[:-1]
+            if n_channels is None:
+                n_channels = len(chans)
+                dims = header.get("dimensions")
+                if dims is not None and dims.isdigit() and int(dims) != n_channels:
+                    raise DataError(
+                        f"{path}: line {lineno}: {n_channels} channels but the header says "
+                        f"@dimensions {dims}. {hint}"
+                    )
+                if n_channels == 0:
+                    raise DataError(f"{path}: line {lineno}: no ':'-separated channels. {hint}")
+            if len(chans) != n_channels:
+                raise DataError(
+                    f"{path}: line {lineno} (case {len(series) + 1}): {len(chans)} channels, "
+                    f"expected {n_channels}. {hint}"
+                )
+            allowed = {c.casefold() for c in class_values}
+            if label.casefold() not in allowed:
+                raise DataError(
+                    f"{path}: line {lineno} (case {len(series) + 1}): label {label!r} is not "
+                    f"one of the @classLabel values {class_values}. {hint}"
+                )
+            try:
+                arrays = [
+                    np.array(ch.replace("?", "NaN").split(","), dtype=np.float64) for ch in chans
+                ]
+            except ValueError as e:
+                raise DataError(
+                    f"{path}: line {lineno} (case {len(series) + 1}): a value is not a "
+                    f"number ({e}). {hint}"
+                ) from None
+            length = len(arrays[0])
+            if any(len(a) != length for a in arrays):
+                raise DataError(
+                    f"{path}: line {lineno} (case {len(series) + 1}): channels have "
+                    f"different lengths {sorted({len(a) for a in arrays})}. {hint}"
+                )
+            if header.get("equallength", "").lower() == "true":
+                sl = header.get("serieslength")
+                if sl is not None and sl.isdigit() and int(sl) != length:
+                    raise DataError(
+                        f"{path}: line {lineno} (case {len(series) + 1}): {length} values "
+                        f"per channel but the header says @seriesLength {sl}. {hint}"
+                    )
+            case = np.stack(arrays)
+            if np.isinf(case).any():
+                raise DataError(
+                    f"{path}: line {lineno} (case {len(series) + 1}): infinite values. "
+                    f"Replace the file with a clean copy."
+                )
+            nan = np.isnan(case)
+            if nan.any():
+                # Per channel: NaNs after the last real value are padding.
+                real = ~nan
+                last = np.where(real.any(axis=1), length - np.argmax(real[:, ::-1], axis=1), 0)
+                interior = sum(int(nan[c, : last[c]].sum()) for c in range(n_channels))
+                if interior:
+                    interior_nan += interior
+                    interior_lines.append(lineno)
+                case_len = int(last.max())
+                n_padding += int(nan.sum()) - interior
+                if case_len == 0:
+                    raise DataError(
+                        f"{path}: line {lineno} (case {len(series) + 1}): the series has "
+                        f"only missing values. Remove the case or use a clean copy."
+                    )
+                case = case[:, :case_len]
+            series.append(case)
+            labels.append(label)
+
+    if not in_data:
+        raise DataError(f"{path}: no @data line. {hint}")
+    if not series:
+        raise DataError(f"{path}: no data rows after @data. {hint}")
+    if interior_nan:
+        raise DataError(
+            f"{path}: {interior_nan} missing value(s) (NaN or '?') inside series, first on "
+            f"line(s) {interior_lines[:5]}. Only trailing NaNs (padding) are accepted; we "
+            f"do not impute. Use a copy without missing values."
+        )
+    return TsFile(path, series, labels, header, class_values, n_padding)
+
+
+# --------------------------------------------------------------------------- prepare
+def _class_table(labels: list[str]) -> list[str]:
+    """Class names, sorted: one per case-folded label, spelt as most often in the data."""
+    spellings: dict[str, Counter] = {}
+    for label in labels:
+        spellings.setdefault(label.casefold(), Counter())[label] += 1
+    names = [min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for c in spellings.values()]
+    return sorted(names)
+
+
+def _swap_into_place(tmp: Path, target: Path) -> None:
+    """Rename the finished ``tmp`` folder to ``target``, replacing an old one safely."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex}")
+        os.rename(target, old)
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        if old is not None:
+            os.rename(old, target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def prepare_uea(name: str, raw_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+    """Prepare ``<raw_dir>/<name>/`` into ``<out_dir>/<name>/``; return that folder.
+
+    ``out_dir`` is the benchmark's prepared folder (e.g. ``data/prepared/uea``). The
+    dataset folder is written under a temporary name beside it and renamed into place.
+    """
+    src = Path(raw_dir) / name
+    out_dir = Path(out_dir)
+    names = _file_names(name)
+    paths = {split: src / fname for split, fname in names.items()}
+    for p in paths.values():
+        if not p.is_file():
+            raise DataError(f"{p}: missing. Run the fetch step (fetch_uea) for {name} first.")
+
+    raw_files = {f"{name}/{p.name}": sha256_file(p) for p in paths.values()}
+    prov_path = src / PROVENANCE
+    if prov_path.is_file():
+        prov = json.loads(prov_path.read_text(encoding="utf-8"))
+        for rel, digest in raw_files.items():
+            if prov.get("raw_files", {}).get(rel) != digest:
+                raise DataError(
+                    f"{src / Path(rel).name}: sha256 {digest} differs from the one recorded "
+                    f"in {prov_path} at fetch time. The raw file changed; fetch it again "
+                    f"(fetch_uea(..., force=True))."
+                )
+        source, source_url = prov.get("source"), prov.get("source_url")
+    else:  # files placed by hand: treat the raw folder itself as the archive
+        source, source_url = "archive_dir", str(src.resolve())
+
+    parsed = {split: read_ts(p) for split, p in paths.items()}
+    tr, te = parsed["TRAIN"], parsed["TEST"]
+    if tr.n_channels != te.n_channels:
+        raise DataError(
+            f"{paths['TEST']}: {te.n_channels} channels but {paths['TRAIN']} has "
+            f"{tr.n_channels}. The two files are from different datasets or versions."
+        )
+    series = tr.series + te.series
+    labels = tr.labels + te.labels
+    n_train, n_test = len(tr.series), len(te.series)
+    N, C = n_train + n_test, tr.n_channels
+    lengths = np.array([s.shape[1] for s in series])
+    L, min_len = int(lengths.max()), int(lengths.min())
+
+    classes = _class_table(labels)
+    index = {c.casefold(): i for i, c in enumerate(classes)}
+    y = np.array([index[label.casefold()] for label in labels], dtype=np.int64)
+
+    # Per-channel statistics of the real (non-padding) TRAIN values, in float64.
+    total = np.zeros(C)
+    count = np.zeros(C)
+    for s in tr.series:
+        total += np.nansum(s, axis=1)
+        count += np.sum(~np.isnan(s), axis=1)
+    mean = np.divide(total, count, out=np.zeros(C), where=count > 0)
+    sq = np.zeros(C)
+    for s in tr.series:
+        sq += np.nansum((s - mean[:, None]) ** 2, axis=1)
+    std = np.sqrt(np.divide(sq, count, out=np.zeros(C), where=count > 0))
+    std = np.where((std > 0) & np.isfinite(std), std, 1.0)
+
+    X = np.zeros((N, C, L), dtype=np.float32)
+    for i, s in enumerate(series):
+        z = (s - mean[:, None]) / std[:, None]
+        X[i, :, : s.shape[1]] = np.nan_to_num(z, nan=0.0)
+
+    from ssmbench import __version__
+
+    meta = {
+        "name": name,
+        "benchmark": "uea",
+        "domain": domain_of("uea", name),
+        "task": "classification",
+        "N": N,
+        "C": C,
+        "L": L,
+        "n_classes": len(classes),
+        "classes": classes,
+        "n_train": n_train,
+        "n_test": n_test,
+        "fold_scheme": "official_split",
+        "n_folds": 1,
+        "source": source,
+        "source_url": source_url,
+        "raw_files": raw_files,
+        "length_policy": LENGTH_POLICY_EQUAL if min_len == L else LENGTH_POLICY_PAD,
+        "min_length": min_len,
+        "max_length": L,
+        "nan_policy": NAN_POLICY,
+        "n_padding_nan": tr.n_padding_nan + te.n_padding_nan,
+        "label_policy": LABEL_POLICY,
+        "header_class_values": tr.class_values,
+        "normalisation": {
+            "kind": NORMALISATION,
+            "mean": [float(v) for v in mean],
+            "std": [float(v) for v in std],
+        },
+        "prepared_with": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / name
+    tmp = out_dir / f".{name}.tmp-{uuid.uuid4().hex}"
+    try:
+        tmp.mkdir()  # default permissions (mkdtemp's 0700 would stick to the result)
+        np.save(tmp / "X.npy", X, allow_pickle=False)
+        np.save(tmp / "y.npy", y, allow_pickle=False)
+        (tmp / "test_indices_fold_0.txt").write_text(
+            "".join(f"{i}\n" for i in range(n_train, N)), encoding="utf-8"
+        )
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        _swap_into_place(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target

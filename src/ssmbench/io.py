@@ -1,0 +1,52 @@
+"""Atomic file writes, used by every part that writes a result.
+
+Write a temporary sibling (a dot name ending in .tmp, so no reader's pattern matches it),
+fsync it, then `os.replace` it over the target: the target is either the old complete
+file or the new complete file, never half of one. On any error the temporary is removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], None]) -> Path:
+    """Call `write(tmp_path)` on a temporary sibling of `path`, then rename it into place."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        write(tmp_path)
+        with open(tmp_path, "rb+") as handle:
+            os.fsync(handle.fileno())
+        os.chmod(tmp_path, 0o644)  # mkstemp makes 0600; results are meant to be shared
+        os.replace(tmp_path, path)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    return atomic_write(path, lambda p: p.write_text(text, encoding="utf-8", newline="\n"))
+
+
+def atomic_write_json(path: str | os.PathLike, obj, sort_keys: bool = True) -> Path:
+    return atomic_write_text(
+        path, json.dumps(obj, indent=2, sort_keys=sort_keys, default=_json_default) + "\n"
+    )
+
+
+def _json_default(value):
+    # numpy scalars and paths appear in records; anything else is a bug worth seeing.
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")

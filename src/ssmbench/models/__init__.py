@@ -1,0 +1,104 @@
+"""Model registry: params.yaml model entries -> ``torch.nn.Module``.
+
+A params.yaml ``models:`` entry is a dict with ``family`` plus hyperparameters, e.g.
+``{"family": "ms4", "d_model": 64, "d_state": 64, "n_layers": 1, "layer_norm": True,
+"dropout": 0.0}``. Hyperparameters left out take the model class defaults.
+Every built model maps float32 (B, C, L) to logits (B, K).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch.nn as nn
+
+from .ms4 import MS4Classifier, S4DClassifier
+from .s4d import S4DKernel, S4DLayer
+
+__all__ = [
+    "FAMILIES",
+    "MS4Classifier",
+    "S4DClassifier",
+    "S4DKernel",
+    "S4DLayer",
+    "build_model",
+    "validate_model_params",
+]
+
+#: family name (params.yaml ``family``) -> model class. Each class lists its accepted
+#: hyperparameters and their types in ``HYPERPARAMS``.
+FAMILIES: dict[str, type[nn.Module]] = {
+    "ms4": MS4Classifier,
+    "s4d": S4DClassifier,
+}
+
+
+def _check_value(name: str, key: str, value: Any, kind: type) -> None:
+    def bad(expected: str) -> ValueError:
+        return ValueError(
+            f"model {name!r}: hyperparameter {key!r} must be {expected}, got {value!r}"
+        )
+
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise bad("a boolean")
+        return
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("an integer")
+        if value < 1:
+            raise bad("a positive integer")
+        if key == "d_state" and value % 2:
+            raise bad("an even integer (N/2 complex modes)")
+        return
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise bad("a number")
+        if key == "dropout" and not 0.0 <= value < 1.0:
+            raise bad("in [0, 1)")
+        return
+    raise AssertionError(f"unsupported hyperparameter type {kind}")  # pragma: no cover
+
+
+def validate_model_params(name: str, model_params: Mapping[str, Any]) -> dict[str, Any]:
+    """Checks a params.yaml model entry without building it.
+
+    Returns the hyperparameters (without ``family``) as a new dict. Raises ``ValueError``
+    naming the model for: a missing or unknown family, an unknown hyperparameter key
+    (listing the allowed ones), or a value of the wrong type or range.
+    """
+    if not isinstance(model_params, Mapping):
+        raise ValueError(f"model {name!r}: entry must be a mapping, got {model_params!r}")
+    family = model_params.get("family")
+    if family is None:
+        raise ValueError(f"model {name!r}: missing 'family' (allowed families: {sorted(FAMILIES)})")
+    if family not in FAMILIES:
+        raise ValueError(
+            f"model {name!r}: unknown family {family!r} (allowed families: {sorted(FAMILIES)})"
+        )
+    allowed: dict[str, type] = FAMILIES[family].HYPERPARAMS
+    hyper = {k: v for k, v in model_params.items() if k != "family"}
+    for key, value in hyper.items():
+        if key not in allowed:
+            raise ValueError(
+                f"model {name!r} (family {family!r}): unknown hyperparameter {key!r}; "
+                f"allowed: {sorted(allowed)}"
+            )
+        _check_value(name, key, value, allowed[key])
+    return hyper
+
+
+def build_model(
+    name: str,
+    n_channels: int,
+    n_classes: int,
+    length: int,
+    model_params: Mapping[str, Any],
+) -> nn.Module:
+    """Builds the model ``name`` described by its params.yaml entry ``model_params``."""
+    hyper = validate_model_params(name, model_params)
+    cls = FAMILIES[model_params["family"]]
+    if "dropout" in hyper:
+        hyper["dropout"] = float(hyper["dropout"])
+    return cls(n_channels=n_channels, n_classes=n_classes, length=length, **hyper)

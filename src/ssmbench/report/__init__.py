@@ -1,0 +1,31 @@
+"""Report: run records -> metrics.csv, summary.json, tables and figures (see build.py)."""
+
+from .aggregate import (
+    RecordError,
+    collect_records,
+    summarise,
+    summary_frame,
+    write_metrics_csv,
+    write_summary_json,
+)
+from .build import build_report
+from .figures import figure7, figure8, load_curves
+from .reference import load_published_errors, load_published_summary
+from .tables import uea_table, write_table
+
+__all__ = [
+    "RecordError",
+    "build_report",
+    "collect_records",
+    "figure7",
+    "figure8",
+    "load_curves",
+    "load_published_errors",
+    "load_published_summary",
+    "summarise",
+    "summary_frame",
+    "uea_table",
+    "write_metrics_csv",
+    "write_summary_json",
+    "write_table",
+]

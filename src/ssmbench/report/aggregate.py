@@ -1,0 +1,312 @@
+"""Run records -> one table (metrics.csv) -> per benchmark/model summary (summary.json).
+
+Conventions (documented here because the paper leaves them implicit):
+
+* a dataset's error is the mean ``test_error`` over its folds (runs); a model's error is
+  the mean of those dataset errors (every dataset weighs the same, whatever its folds);
+* a dataset's std is the population std (``ddof=0``, numpy's default) of ``test_error``
+  over its folds, so a single run gives 0 rather than NaN; a model's std is their mean;
+* ranks: per dataset the models are ranked by dataset error (1 = lowest, ties get the
+  average rank), only on the datasets where *every* model of the benchmark has a result,
+  and averaged over those datasets (``n_ranked_datasets``);
+* params and MMac: mean over folds per dataset, then over datasets.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ssmbench.io import atomic_write, atomic_write_text
+
+#: Key order of a run record (docs/contracts.md); metrics.csv columns follow it.
+RECORD_KEYS = (
+    "benchmark",
+    "dataset",
+    "model",
+    "family",
+    "fold",
+    "seed",
+    "task",
+    "test_accuracy",
+    "test_error",
+    "test_loss",
+    "best_epoch",
+    "best_val_loss",
+    "best_val_accuracy",
+    "epochs_run",
+    "max_epochs",
+    "stopped_early",
+    "batch_size",
+    "n_train",
+    "n_val",
+    "n_test",
+    "train_seconds",
+    "test_seconds",
+    "params",
+    "mmac",
+    "device",
+    "threads",
+    "versions",
+    "git_commit",
+    "git_dirty",
+    "hostname",
+    "created",
+    "model_params",
+    "protocol",
+)
+#: Keys a record must have for the report to use it.
+REQUIRED_KEYS = ("benchmark", "dataset", "model", "fold", "test_error")
+#: Standard deviation over folds: population std (see module docstring).
+STD_DDOF = 0
+#: Decimal places kept in summary.json (stable diffs).
+SUMMARY_DECIMALS = 6
+
+_RECORD_NAME = re.compile(r"^fold(\d+)\.json$")
+
+
+class RecordError(ValueError):
+    """A run record that cannot be used; the message names the file."""
+
+
+def iter_record_paths(runs_dir: str | os.PathLike) -> list[Path]:
+    """The finished run records under ``runs_dir``: files named exactly ``fold{k}.json``.
+
+    Temporary files (``.fold0.json.xyz.tmp``, ``fold0.json.tmp`` ...) never match.
+    """
+    runs_dir = Path(runs_dir)
+    if not runs_dir.is_dir():
+        raise FileNotFoundError(f"runs directory not found: {runs_dir}")
+    return sorted(
+        p for p in runs_dir.rglob("fold*.json") if p.is_file() and _RECORD_NAME.match(p.name)
+    )
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def read_record(path: str | os.PathLike, runs_dir: str | os.PathLike | None = None) -> dict:
+    """Read and check one run record; :class:`RecordError` naming the file if it is bad."""
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecordError(f"malformed run record {path}: {exc}") from exc
+    if not isinstance(record, dict):
+        raise RecordError(
+            f"malformed run record {path}: expected a JSON object, got {type(record).__name__}"
+        )
+    missing = [k for k in REQUIRED_KEYS if k not in record]
+    if missing:
+        raise RecordError(f"malformed run record {path}: missing key(s) {', '.join(missing)}")
+    for key in ("benchmark", "dataset", "model"):
+        if not isinstance(record[key], str) or not record[key]:
+            raise RecordError(f"malformed run record {path}: {key!r} must be a non-empty string")
+    if not isinstance(record["fold"], int) or isinstance(record["fold"], bool):
+        raise RecordError(f"malformed run record {path}: 'fold' must be an integer")
+    for key in ("test_error", "params", "mmac"):
+        value = record.get(key)
+        if value is not None and not _is_number(value):
+            raise RecordError(
+                f"malformed run record {path}: {key!r} must be a number or null, got {value!r}"
+            )
+    # The file's place must agree with its content: runs/{benchmark}/{dataset}/{model}/fold{k}.
+    match = _RECORD_NAME.match(path.name)
+    if match and int(match.group(1)) != record["fold"]:
+        raise RecordError(
+            f"run record {path}: file name says fold {match.group(1)}, "
+            f"record says fold {record['fold']}"
+        )
+    if runs_dir is not None:
+        parts = path.resolve().relative_to(Path(runs_dir).resolve()).parts
+        if len(parts) == 4:
+            for key, found in zip(("benchmark", "dataset", "model"), parts[:3], strict=True):
+                if record[key] != found:
+                    raise RecordError(
+                        f"run record {path}: lies under {key} {found!r} but "
+                        f"says {key} {record[key]!r}"
+                    )
+    return record
+
+
+def _cell(value):
+    """Nested values (versions, model_params, protocol) become canonical JSON strings."""
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return value
+
+
+def collect_records(runs_dir: str | os.PathLike) -> pd.DataFrame:
+    """One row per finished run record under ``runs_dir`` (``{benchmark}/{dataset}/{model}/
+    fold{k}.json``), sorted by benchmark, dataset, model, fold.
+
+    Columns follow the contract's key order, then any extra keys (sorted), then
+    ``record_path`` (relative to ``runs_dir``). Nested values are JSON strings. No record:
+    an empty frame with the contract's columns. A bad record: :class:`RecordError`.
+    """
+    runs_dir = Path(runs_dir)
+    rows = []
+    for path in iter_record_paths(runs_dir):
+        record = read_record(path, runs_dir)
+        row = {k: _cell(v) for k, v in record.items()}
+        row["record_path"] = path.relative_to(runs_dir).as_posix()
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=[*RECORD_KEYS, "record_path"])
+    df = pd.DataFrame(rows)
+    extra = sorted(c for c in df.columns if c not in RECORD_KEYS and c != "record_path")
+    columns = [c for c in RECORD_KEYS if c in df.columns] + extra + ["record_path"]
+    df = df[columns]
+    for key in ("family", "params", "mmac"):  # used by the summary and the figures
+        if key not in df.columns:
+            df[key] = np.nan
+    df["test_error"] = pd.to_numeric(df["test_error"], errors="raise").astype(float)
+    dup = df.duplicated(["benchmark", "dataset", "model", "fold"], keep=False)
+    if dup.any():
+        paths = ", ".join(df.loc[dup, "record_path"])
+        raise RecordError(f"more than one record for the same run: {paths}")
+    df = df.sort_values(["benchmark", "dataset", "model", "fold"], kind="stable")
+    return df.reset_index(drop=True)
+
+
+def write_metrics_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
+    """Write the records table as CSV, atomically."""
+    return atomic_write(
+        path, lambda p: df.to_csv(p, index=False, lineterminator="\n", encoding="utf-8")
+    )
+
+
+def filter_models(df: pd.DataFrame, benchmark_models: Mapping[str, Iterable[str]] | None):
+    if benchmark_models is None:
+        return df
+    keep = pd.Series(False, index=df.index)
+    for bench, models in benchmark_models.items():
+        keep |= (df["benchmark"] == bench) & df["model"].isin(list(models))
+    return df[keep]
+
+
+def dataset_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Per (benchmark, model, dataset): ``error`` (mean over folds), ``std`` (over folds,
+    ddof=0), ``n_runs``, ``params``, ``mmac``."""
+    work = df.assign(
+        test_error=pd.to_numeric(df["test_error"], errors="coerce"),
+        params=pd.to_numeric(df["params"], errors="coerce"),
+        mmac=pd.to_numeric(df["mmac"], errors="coerce"),
+    )
+    g = work.groupby(["benchmark", "model", "dataset"], sort=True)
+    out = pd.DataFrame(
+        {
+            "error": g["test_error"].mean(),
+            "std": g["test_error"].std(ddof=STD_DDOF),
+            "n_runs": g["test_error"].size(),
+            "params": g["params"].mean(),
+            "mmac": g["mmac"].mean(),
+        }
+    )
+    return out.reset_index()
+
+
+def summary_frame(
+    df: pd.DataFrame, benchmark_models: Mapping[str, Iterable[str]] | None = None
+) -> pd.DataFrame:
+    """One row per (benchmark, model): ``family, error, rank, std, n_datasets,
+    n_ranked_datasets, n_runs, params, mmac`` (see the module docstring).
+
+    ``benchmark_models`` ({benchmark: [model, ...]}) restricts the records to those models;
+    they are then "all models of the benchmark" for ranking. By default every model found.
+    """
+    df = filter_models(df, benchmark_models)
+    if df.empty:
+        raise ValueError("no run records to summarise")
+    per_ds = dataset_table(df)
+    families = (
+        df.dropna(subset=["family"]).groupby(["benchmark", "model"])["family"].first()
+        if "family" in df.columns
+        else pd.Series(dtype=object)
+    )
+    rows = []
+    for bench, bdf in per_ds.groupby("benchmark", sort=True):
+        models = sorted(bdf["model"].unique())
+        if benchmark_models is not None and bench in benchmark_models:
+            expected = list(benchmark_models[bench])
+        else:
+            expected = models
+        wide = bdf.pivot(index="dataset", columns="model", values="error")
+        wide = wide.reindex(columns=expected)
+        complete = wide.dropna(how="any")
+        ranks = complete.rank(axis=1, method="average", ascending=True)
+        for model in models:
+            mdf = bdf[bdf["model"] == model]
+            rank = ranks[model].mean() if (model in ranks and len(ranks)) else np.nan
+            rows.append(
+                {
+                    "benchmark": bench,
+                    "model": model,
+                    "family": families.get((bench, model), np.nan),
+                    "error": mdf["error"].mean(),
+                    "rank": rank,
+                    "std": mdf["std"].mean(),
+                    "n_datasets": int(mdf["dataset"].nunique()),
+                    "n_ranked_datasets": int(len(complete)),
+                    "n_runs": int(mdf["n_runs"].sum()),
+                    "params": mdf["params"].mean(),
+                    "mmac": mdf["mmac"].mean(),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+_SUMMARY_FIELDS = (
+    "error",
+    "rank",
+    "std",
+    "n_datasets",
+    "n_ranked_datasets",
+    "n_runs",
+    "params",
+    "mmac",
+)
+
+
+def _json_number(value):
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    value = float(value)
+    if math.isnan(value) or math.isinf(value):
+        return None
+    return round(value, SUMMARY_DECIMALS)
+
+
+def summarise(
+    df: pd.DataFrame, benchmark_models: Mapping[str, Iterable[str]] | None = None
+) -> dict:
+    """``{benchmark: {model: {error, rank, std, n_datasets, n_ranked_datasets, n_runs,
+    params, mmac}}}``: numbers only (null where undefined), rounded to 6 decimals."""
+    frame = summary_frame(df, benchmark_models)
+    out: dict = {}
+    for row in frame.itertuples(index=False):
+        entry = {}
+        for field in _SUMMARY_FIELDS:
+            value = getattr(row, field)
+            if field.startswith("n_"):
+                entry[field] = int(value)
+            else:
+                entry[field] = _json_number(value)
+        out.setdefault(row.benchmark, {})[row.model] = entry
+    return out
+
+
+def write_summary_json(summary: Mapping, path: str | os.PathLike) -> Path:
+    """Write the summary as sorted, indented JSON (stable for ``dvc metrics diff``)."""
+    text = json.dumps(summary, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    return atomic_write_text(path, text)

@@ -1,0 +1,47 @@
+"""The published MS4N-paper figures shipped in ``ssmbench/reference/`` (see its README)."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import pandas as pd
+
+_PACKAGE = "ssmbench"
+_FOLDER = "reference"
+
+
+def _read_csv(name: str, **kwargs) -> pd.DataFrame:
+    ref = resources.files(_PACKAGE).joinpath(_FOLDER, name)
+    with ref.open("r", encoding="utf-8") as fh:
+        return pd.read_csv(fh, **kwargs)
+
+
+def load_published_errors() -> pd.DataFrame:
+    """Tables 3 and 5: ``benchmark, dataset, model, error_mean, error_std`` (error in 0–1)."""
+    df = _read_csv(
+        "published_errors.csv",
+        dtype={
+            "benchmark": str,
+            "dataset": str,
+            "model": str,
+            "error_mean": float,
+            "error_std": float,
+        },
+    )
+    return df
+
+
+def load_published_summary() -> pd.DataFrame:
+    """Tables 1–2 and the text: ``source, benchmark, model, metric, value``."""
+    return _read_csv(
+        "published_summary.csv",
+        dtype={"source": str, "benchmark": str, "model": str, "metric": str, "value": float},
+    )
+
+
+def load_published_domains_monster() -> pd.DataFrame:
+    """Table 4: ``domain, metric, model, value`` (NaN where the paper has no figure)."""
+    return _read_csv(
+        "published_domains_monster.csv",
+        dtype={"domain": str, "metric": str, "model": str, "value": float},
+    )

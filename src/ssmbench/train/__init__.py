@@ -1,0 +1,1 @@
+"""The training protocol (protocol.py) and run records (records.py)."""

@@ -1,0 +1,68 @@
+"""Shared fixtures: the repository root, the real UEA files beside it, and temporary
+copies of the project for the tests that run the real `snakemake` and `dvc`."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_UEA = REPO.parent / "shared" / "data" / "uea"
+PROJECT_FILES = (
+    ".gitignore",
+    "Snakefile",
+    "params.yaml",
+    "dvc.yaml",
+    "workflow",
+    "profiles",
+    "src",
+)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def shared_uea() -> Path:
+    if not (SHARED_UEA / "SHA256SUMS").is_file():
+        pytest.skip(f"no real UEA archive folder at {SHARED_UEA} (only beside the dev checkout)")
+    return SHARED_UEA
+
+
+def tool_env(project: Path | None = None) -> dict:
+    """Environment for subprocesses: this venv's tools first; with `project`, its own copy
+    of the package shadows the installed one (so edits in the copy are what runs)."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    if project is not None:
+        env["PYTHONPATH"] = str(project / "src")
+    env.setdefault("PYTHONHASHSEED", "0")
+    return env
+
+
+def make_project(dest: Path, edit=None) -> Path:
+    """Copy the workflow into `dest` with params.yaml passed through `edit(params)`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in PROJECT_FILES:
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(
+                src,
+                dest / name,
+                symlinks=True,
+                ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"),
+            )
+        else:
+            shutil.copy2(src, dest / name)
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    if edit is not None:
+        edit(params)
+    (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    return dest

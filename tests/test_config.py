@@ -1,0 +1,90 @@
+"""params.yaml: schema, cross-checks, the suite grid and the batch-size rule."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from conftest import REPO
+
+from ssmbench.config import (
+    ConfigError,
+    Job,
+    batch_size_for,
+    benchmark_settings,
+    check_params,
+    job_spec,
+    load_params,
+    suite_grid,
+    validate_schema,
+)
+
+
+@pytest.fixture()
+def params():
+    return yaml.safe_load((REPO / "params.yaml").read_text())
+
+
+def test_shipped_params_are_valid_and_default_grid_is_the_issue_grid(params):
+    loaded = load_params(REPO / "params.yaml")
+    grid = suite_grid(loaded)
+    # default: 2 UEA datasets x MS4N, MS4, S4D x 2 seeded runs
+    assert len(grid) == 12
+    assert {j.model for j in grid} == {"MS4N", "MS4", "S4D"}
+    assert {j.dataset for j in grid} == {"BasicMotions", "JapaneseVowels"}
+    assert Job("uea", "BasicMotions", "MS4N", 0).record_path("results/runs").as_posix() == (
+        "results/runs/uea/BasicMotions/MS4N/fold0.json"
+    )
+
+
+def test_unknown_model_in_suite_is_named(params):
+    params["suites"]["default"]["models"].append("NoSuchModel")
+    with pytest.raises(ConfigError, match="suites.default.models: unknown model 'NoSuchModel'"):
+        check_params(params)
+
+
+def test_unknown_dataset_in_suite_is_named(params):
+    params["suites"]["default"]["benchmarks"]["uea"].append("BasicMotion")
+    with pytest.raises(ConfigError, match="unknown dataset 'BasicMotion'"):
+        check_params(params)
+
+
+def test_unknown_suite_and_benchmark_are_named(params):
+    params["suite"] = "nope"
+    params["suites"]["tiny"]["benchmarks"]["monstr"] = ["X"]
+    with pytest.raises(ConfigError) as info:
+        check_params(params)
+    assert "'nope' is not a suite" in str(info.value)
+    assert "unknown benchmark 'monstr'" in str(info.value)
+
+
+def test_bad_model_hyperparameter_is_named(params):
+    params["models"]["MS4N"]["d_modle"] = 64
+    with pytest.raises(ConfigError, match="models.MS4N.*d_modle"):
+        check_params(params)
+
+
+def test_schema_rejects_wrong_types(params):
+    bad = copy.deepcopy(params)
+    bad["protocol"]["lr"] = "fast"
+    bad["suites"]["default"]["folds"] = [-1]
+    with pytest.raises(ConfigError) as info:
+        validate_schema(bad)
+    assert "protocol.lr" in str(info.value) and "suites.default.folds.0" in str(info.value)
+
+
+def test_suite_overrides_apply_last(params):
+    settings = benchmark_settings(params, "uea", "tiny")
+    assert settings["max_epochs"] == 2 and settings["lr"] == 1e-3
+    assert benchmark_settings(params, "uea", "default")["max_epochs"] == 300
+    spec = job_spec(params, Job("uea", "BasicMotions", "MS4N", 1), "tiny")
+    assert spec["settings"]["max_epochs"] == 2
+    assert spec["prepared_dir"].endswith("uea/BasicMotions")
+
+
+@pytest.mark.parametrize(
+    "n_train, expected", [(10, 4), (36, 4), (90, 8), (243, 16), (1000, 64), (30000, 64)]
+)
+def test_batch_size_is_4_to_64_by_size(params, n_train, expected):
+    assert batch_size_for(params["benchmarks"]["uea"], n_train) == expected

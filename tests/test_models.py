@@ -1,0 +1,304 @@
+"""Tests for ssmbench.models (S4D kernel, MS4/MS4N/S4D classifiers, registry) and complexity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from ssmbench.complexity import count_params, mmac
+from ssmbench.models import (
+    FAMILIES,
+    MS4Classifier,
+    S4DClassifier,
+    build_model,
+    validate_model_params,
+)
+from ssmbench.models.s4d import S4DKernel, S4DLayer, naive_kernel, recurrence
+
+# Mirrors the params.yaml `models:` entries (the file itself is checked separately).
+MODELS = {
+    "MS4N": {
+        "family": "ms4",
+        "d_model": 64,
+        "d_state": 64,
+        "n_layers": 1,
+        "layer_norm": True,
+        "dropout": 0.0,
+    },
+    "MS4": {
+        "family": "ms4",
+        "d_model": 64,
+        "d_state": 64,
+        "n_layers": 1,
+        "layer_norm": False,
+        "dropout": 0.0,
+    },
+    "MS4-2Layer": {
+        "family": "ms4",
+        "d_model": 64,
+        "d_state": 64,
+        "n_layers": 2,
+        "layer_norm": False,
+        "dropout": 0.0,
+    },
+    "MS4-H128": {
+        "family": "ms4",
+        "d_model": 128,
+        "d_state": 64,
+        "n_layers": 1,
+        "layer_norm": False,
+        "dropout": 0.0,
+    },
+    "S4D": {"family": "s4d", "d_state": 64, "dropout": 0.0},
+}
+PARAMS_YAML = Path(__file__).resolve().parents[1] / "params.yaml"
+
+
+def _random_layer(H: int, N: int, seed: int = 0) -> S4DLayer:
+    """An S4D layer in float64 with non-trivial B and larger steps than the default init."""
+    torch.manual_seed(seed)
+    layer = S4DLayer(H, N).to(torch.float64)
+    with torch.no_grad():
+        k = layer.kernel
+        k.B.add_(0.5 * torch.randn_like(k.B))
+        k.log_dt.copy_(torch.empty_like(k.log_dt).uniform_(-4.0, -0.5))
+        k.log_A_real.add_(0.3 * torch.randn_like(k.log_A_real))
+    return layer
+
+
+# --- kernel ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("L", [1, 2, 37, 300])
+def test_convolution_equals_recurrence_float64(L):
+    layer = _random_layer(H=4, N=8)
+    u = torch.randn(2, 4, L, dtype=torch.float64)
+    with torch.no_grad():
+        y_conv = layer.ssm(u)
+        y_rec = recurrence(layer, u)
+    assert y_conv.dtype == torch.float64
+    torch.testing.assert_close(y_conv, y_rec, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("L", [1, 5, 99, 100, 101, 1000])
+def test_kernel_forms_agree_float64(L):
+    kernel = _random_layer(H=3, N=16, seed=1).kernel
+    with torch.no_grad():
+        fast = kernel(L)
+        plain = kernel.vandermonde(L)
+        naive = naive_kernel(kernel, L)
+    assert fast.shape == (3, L)
+    torch.testing.assert_close(fast, plain, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(fast, naive, rtol=1e-10, atol=1e-10)
+
+
+def test_convolution_equals_recurrence_float32_default_init():
+    torch.manual_seed(0)
+    layer = S4DLayer(8, 64)
+    u = torch.randn(3, 8, 500)
+    with torch.no_grad():
+        torch.testing.assert_close(layer.ssm(u), recurrence(layer, u), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(
+            layer.kernel(500), naive_kernel(layer.kernel, 500), rtol=1e-4, atol=1e-4
+        )
+
+
+def test_s4d_lin_initialisation():
+    torch.manual_seed(0)
+    k = S4DKernel(16, 64)
+    assert k.B.is_complex() and k.B.shape == (16, 32)
+    assert torch.equal(k.B, torch.ones(16, 32, dtype=torch.cfloat))
+    assert k.C.shape == (16, 32, 2) and not k.C.is_complex()
+    torch.testing.assert_close(-torch.exp(k.log_A_real), torch.full((16, 32), -0.5))
+    torch.testing.assert_close(k.A_imag[3], torch.pi * torch.arange(32, dtype=torch.float32))
+    dt = torch.exp(k.log_dt)
+    assert dt.min() >= 1e-3 - 1e-9 and dt.max() <= 1e-1 + 1e-9
+
+
+def test_to_float64_keeps_complex_b():
+    layer = S4DLayer(4, 8)
+    with torch.no_grad():
+        layer.kernel.B.add_(0.25j)
+    b = layer.kernel.B.detach().clone()
+    layer64 = layer.to(torch.float64)
+    assert layer64.kernel.B.dtype == torch.complex128
+    torch.testing.assert_close(layer64.kernel.B.detach(), b.to(torch.complex128))
+    assert layer64.kernel.log_dt.dtype == torch.float64
+
+
+# --- classifiers ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("B,C,L,K", [(1, 1, 1, 2), (4, 3, 50, 4), (2, 12, 17, 9)])
+def test_output_shapes(name, B, C, L, K):
+    torch.manual_seed(0)
+    model = build_model(name, C, K, L, MODELS[name])
+    out = model(torch.randn(B, C, L))
+    assert out.shape == (B, K) and out.dtype == torch.float32
+    assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("C,K", [(1, 2), (3, 4), (6, 4), (12, 9), (963, 2)])
+def test_parameter_counts(C, K):
+    ms4n = build_model("MS4N", C, K, 100, MODELS["MS4N"])
+    ms4 = build_model("MS4", C, K, 100, MODELS["MS4"])
+    assert count_params(ms4n) == 23_040 + 64 * C + 65 * K
+    assert count_params(ms4) == 23_040 + 64 * C + 65 * K - 128
+
+
+def test_parameter_count_breakdown():
+    model = build_model("MS4N", 3, 5, 100, MODELS["MS4N"])
+    kernel = model.ssm_layers[0].kernel
+    sizes = {n: p.numel() for n, p in kernel.named_parameters()}
+    assert sizes == {"log_dt": 64, "log_A_real": 2048, "A_imag": 2048, "B": 2048, "C": 4096}
+    assert sum(p.numel() for p in model.mixers.parameters()) == 8320
+
+
+def test_variants_build():
+    m2 = build_model("MS4-2Layer", 3, 4, 100, MODELS["MS4-2Layer"])
+    assert isinstance(m2, MS4Classifier) and len(m2.ssm_layers) == 2 and len(m2.norms) == 0
+    h128 = build_model("MS4-H128", 3, 4, 100, MODELS["MS4-H128"])
+    assert h128.ssm_layers[0].kernel.d_model == 128
+    s4d = build_model("S4D", 3, 4, 100, MODELS["S4D"])
+    assert isinstance(s4d, S4DClassifier)
+    # S4D on C channels: kernel (5 per mode-row: log_A_real, A_imag, B, 2x C) + log_dt + D,
+    # head Linear(C, 64) + Linear(64, K)
+    C, K, N2 = 3, 4, 32
+    assert count_params(s4d) == C * N2 * 5 + 2 * C + (C * 64 + 64) + (64 * K + K)
+
+
+def test_same_seed_same_output():
+    x = torch.randn(2, 3, 40)
+    outs = []
+    for _ in range(2):
+        torch.manual_seed(123)
+        outs.append(build_model("MS4N", 3, 4, 40, MODELS["MS4N"])(x))
+    torch.testing.assert_close(outs[0], outs[1], rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ["MS4N", "MS4", "S4D"])
+@pytest.mark.parametrize("value", [0.0, 1.0, 1e3])
+def test_constant_input_is_finite(name, value):
+    torch.manual_seed(0)
+    model = build_model(name, 3, 4, 200, MODELS[name])
+    x = torch.full((2, 3, 200), value)
+    out = model(x)
+    out.sum().backward()
+    assert torch.isfinite(out).all()
+    for p in model.parameters():
+        assert (
+            p.grad is not None
+            and torch.isfinite(torch.view_as_real(p.grad) if p.grad.is_complex() else p.grad).all()
+        )
+
+
+# --- registry -------------------------------------------------------------------------------
+
+
+def test_families():
+    assert set(FAMILIES) == {"ms4", "s4d"}
+
+
+def test_unknown_family():
+    with pytest.raises(ValueError, match="MyModel") as info:
+        build_model("MyModel", 3, 2, 10, {"family": "transformer"})
+    assert "transformer" in str(info.value) and "ms4" in str(info.value)
+
+
+def test_missing_family():
+    with pytest.raises(ValueError, match="NoFam"):
+        validate_model_params("NoFam", {"d_model": 64})
+
+
+def test_unknown_key():
+    bad = dict(MODELS["MS4N"], d_modle=64)
+    with pytest.raises(ValueError, match="MS4N") as info:
+        build_model("MS4N", 3, 2, 10, bad)
+    msg = str(info.value)
+    assert "d_modle" in msg and "d_model" in msg and "layer_norm" in msg
+
+
+def test_s4d_rejects_ms4_keys():
+    with pytest.raises(ValueError, match="n_layers"):
+        validate_model_params("S4D", {"family": "s4d", "n_layers": 2})
+
+
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("d_model", 64.0),
+        ("d_state", 63),
+        ("n_layers", True),
+        ("layer_norm", 1),
+        ("dropout", "0.1"),
+        ("dropout", 1.5),
+    ],
+)
+def test_bad_values(key, value):
+    with pytest.raises(ValueError, match=key):
+        validate_model_params("MS4N", dict(MODELS["MS4N"], **{key: value}))
+
+
+def test_validate_does_not_build_and_returns_hyperparameters():
+    assert validate_model_params("MS4", MODELS["MS4"]) == {
+        k: v for k, v in MODELS["MS4"].items() if k != "family"
+    }
+
+
+@pytest.mark.skipif(not PARAMS_YAML.exists(), reason="params.yaml not found")
+def test_params_yaml_models_validate_and_build():
+    yaml = pytest.importorskip("yaml")
+    models = yaml.safe_load(PARAMS_YAML.read_text())["models"]
+    for name, entry in models.items():
+        validate_model_params(name, entry)
+        assert build_model(name, 2, 3, 20, entry)(torch.randn(1, 2, 20)).shape == (1, 3)
+
+
+# --- complexity -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_mmac_positive_and_grows_with_length(name):
+    model = build_model(name, 3, 4, 100, MODELS[name])
+    small, large = mmac(model, 3, 100), mmac(model, 3, 1000)
+    assert 0 < small < large
+    assert large > 5 * small
+
+
+def test_mmac_prints_nothing_and_leaves_model_alone(capsys):
+    model = build_model("MS4N", 3, 4, 100, MODELS["MS4N"])
+    model.train()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    value = mmac(model, 3, 100)
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+    assert value > 0 and model.training
+    assert not any(hasattr(m, "__flops__") for m in model.modules())
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k])
+
+
+def test_mmac_value_ms4n():
+    # input projection + S4D layer + GLU mixing + LayerNorm + head, convention of complexity.py
+    import math
+
+    C, K, L, H, N = 3, 5, 1000, 64, 64
+    model = build_model("MS4N", C, K, L, MODELS["MS4N"])
+    n = 2 * L
+    expected = (
+        L * (C * H + H)  # input projection
+        + 4 * H * (N // 2) * L
+        + 3 * H * n * math.log2(n)
+        + 4 * H * (L + 1)
+        + 2 * H * L  # S4D
+        + L * (2 * H * H + 2 * H)
+        + L * H  # GLU mixing
+        + L * H  # LayerNorm (ptflops counts one MAC per element)
+        + (H * H + H)
+        + H
+        + (H * K + K)  # head: Linear, GELU, Linear
+    )
+    assert mmac(model, C, L) == pytest.approx(expected / 1e6, rel=1e-6)

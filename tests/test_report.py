@@ -1,0 +1,255 @@
+"""ssmbench.report on synthetic run records (no training, no data)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ssmbench.report import (
+    RecordError,
+    build_report,
+    collect_records,
+    figure7,
+    figure8,
+    load_curves,
+    load_published_errors,
+    load_published_summary,
+    summarise,
+    uea_table,
+    write_table,
+)
+
+# Hand-checked example: test_error per fold.
+#   BasicMotions   MS4N [0.1, 0.3] -> 0.2 ± 0.1     MS4 [0.2, 0.2] -> 0.2 ± 0.0   ranks 1.5 / 1.5
+#   JapaneseVowels MS4N [0.0, 0.0] -> 0.0 ± 0.0     MS4 [0.4, 0.6] -> 0.5 ± 0.1   ranks 1   / 2
+#   Libras         MS4N [0.5, 0.5] -> 0.5 ± 0.0     (no MS4: not ranked)
+#   MS4N: error (0.2 + 0 + 0.5) / 3, rank 1.25, std 0.1 / 3;  MS4: error 0.35, rank 1.75, std 0.05
+ERRORS = {
+    ("BasicMotions", "MS4N"): [0.1, 0.3],
+    ("BasicMotions", "MS4"): [0.2, 0.2],
+    ("JapaneseVowels", "MS4N"): [0.0, 0.0],
+    ("JapaneseVowels", "MS4"): [0.4, 0.6],
+    ("Libras", "MS4N"): [0.5, 0.5],
+}
+PARAMS = {"MS4N": (29920, 11.24), "MS4": (24548, 9.5)}
+# Curve speeds: val_loss = 2 exp(-k e) crosses 0.5 at the first epoch e > ln 4 / k.
+RATE = {"MS4N": 0.2, "MS4": 0.05}  # MS4N: epoch 7, MS4: epoch 28
+
+
+def _record(dataset, model, fold, err):
+    params, mmac = PARAMS[model]
+    return {
+        "benchmark": "uea",
+        "dataset": dataset,
+        "model": model,
+        "family": "ms4",
+        "fold": fold,
+        "seed": fold,
+        "task": "classification",
+        "test_accuracy": 1 - err,
+        "test_error": err,
+        "test_loss": 0.1,
+        "best_epoch": 10,
+        "best_val_loss": 0.2,
+        "best_val_accuracy": 0.9,
+        "epochs_run": 30,
+        "max_epochs": 300,
+        "stopped_early": True,
+        "batch_size": 8,
+        "n_train": 36,
+        "n_val": 4,
+        "n_test": 40,
+        "train_seconds": 1.0,
+        "test_seconds": 0.1,
+        "params": params,
+        "mmac": mmac,
+        "device": "cpu",
+        "threads": 1,
+        "versions": {"python": "3.12", "torch": "2.13.0"},
+        "git_commit": "abc",
+        "git_dirty": False,
+        "hostname": "h",
+        "created": "2025-01-01T00:00:00Z",
+        "model_params": {"family": "ms4", "d_model": 64},
+        "protocol": {"lr": 0.001},
+    }
+
+
+def _curve(model, n_epochs):
+    k = RATE[model]
+    rows = []
+    for e in range(1, n_epochs + 1):
+        val_loss = 2 * math.exp(-k * e)
+        val_acc = 1 - math.exp(-k * e) if model == "MS4N" else 0.5 + 0.3 * (1 - math.exp(-k * e))
+        rows.append(
+            {
+                "epoch": e,
+                "train_loss": val_loss * 0.8,
+                "train_accuracy": val_acc,
+                "val_loss": val_loss,
+                "val_accuracy": val_acc,
+                "seconds": 0.01,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def runs_dir(tmp_path: Path) -> Path:
+    runs = tmp_path / "results" / "runs"
+    for (dataset, model), errs in ERRORS.items():
+        d = runs / "uea" / dataset / model
+        d.mkdir(parents=True)
+        for fold, err in enumerate(errs):
+            n_epochs = 25 if (model == "MS4" and fold == 1) else 30  # one stopped earlier
+            _curve(model, n_epochs).to_csv(d / f"fold{fold}.curve.csv", index=False)
+            (d / f"fold{fold}.json").write_text(json.dumps(_record(dataset, model, fold, err)))
+    # Noise the readers must ignore: a temp record, an unfinished run's curve.
+    d = runs / "uea" / "BasicMotions" / "MS4N"
+    (d / ".fold2.json.x1y2.tmp").write_text("{half")
+    (d / "fold2.json.tmp").write_text("{half")
+    _curve("MS4N", 3).to_csv(d / "fold2.curve.csv", index=False)
+    return runs
+
+
+def test_collect_records_one_row_per_record(runs_dir):
+    df = collect_records(runs_dir)
+    assert len(df) == 10
+    assert list(df.columns[:5]) == ["benchmark", "dataset", "model", "family", "fold"]
+    assert df["record_path"].iloc[0] == "uea/BasicMotions/MS4/fold0.json"
+    assert json.loads(df["versions"].iloc[0])["torch"] == "2.13.0"
+
+
+def test_summary_hand_checked(runs_dir, tmp_path):
+    summary = summarise(collect_records(runs_dir))
+    ms4n, ms4 = summary["uea"]["MS4N"], summary["uea"]["MS4"]
+    assert ms4n["error"] == pytest.approx(0.7 / 3, abs=1e-6)
+    assert ms4["error"] == pytest.approx(0.35, abs=1e-6)
+    assert ms4n["rank"] == pytest.approx(1.25)
+    assert ms4["rank"] == pytest.approx(1.75)
+    assert ms4n["std"] == pytest.approx(0.1 / 3, abs=1e-6)
+    assert ms4["std"] == pytest.approx(0.05, abs=1e-6)
+    assert (ms4n["n_datasets"], ms4n["n_runs"], ms4n["n_ranked_datasets"]) == (3, 6, 2)
+    assert (ms4["n_datasets"], ms4["n_runs"]) == (2, 4)
+    assert ms4n["params"] == pytest.approx(29920) and ms4["mmac"] == pytest.approx(9.5)
+    # Ranking over the suite's models: S4D has no result anywhere -> nothing ranked.
+    ranked = summarise(collect_records(runs_dir), {"uea": ["MS4N", "MS4", "S4D"]})
+    assert ranked["uea"]["MS4N"]["rank"] is None
+    assert ranked["uea"]["MS4N"]["error"] == pytest.approx(0.7 / 3, abs=1e-6)
+
+
+def test_malformed_record_names_the_file(runs_dir):
+    bad = runs_dir / "uea" / "Libras" / "MS4N" / "fold1.json"
+    bad.write_text("{not json")
+    with pytest.raises(RecordError, match=r"Libras/MS4N/fold1\.json"):
+        collect_records(runs_dir)
+    bad.write_text(json.dumps({"benchmark": "uea", "dataset": "Libras", "model": "MS4N"}))
+    with pytest.raises(RecordError, match=r"fold1\.json.*missing key\(s\) fold, test_error"):
+        collect_records(runs_dir)
+
+
+def test_published_reference_ships():
+    pub = load_published_errors()
+    row = pub[
+        (pub.benchmark == "uea") & (pub.dataset == "JapaneseVowels") & (pub.model == "MS4N")
+    ].iloc[0]
+    assert (row.error_mean, row.error_std) == (0.023, 0.006)
+    assert {"table1", "table2"} <= set(load_published_summary()["source"])
+
+
+def test_uea_table_ours_beside_paper(runs_dir, tmp_path):
+    df = collect_records(runs_dir)
+    s4d = df[df.model == "MS4"].assign(model="S4D", family="s4d")
+    table = uea_table(pd.concat([df, s4d], ignore_index=True), load_published_errors())
+    assert list(table.columns) == [
+        "Dataset",
+        "MS4N (ours)",
+        "MS4N (paper)",
+        "MS4 (ours)",
+        "MS4 (paper)",
+        "S4D (ours)",
+        "S4D (paper)",
+    ]
+    t = table.set_index("Dataset")
+    assert t.loc["BasicMotions", "MS4N (ours)"] == "0.200 ± 0.100"
+    assert t.loc["BasicMotions", "MS4N (paper)"] == "0.000 ± 0.000"
+    assert t.loc["JapaneseVowels", "MS4N (ours)"] == "0.000 ± 0.000"
+    assert t.loc["JapaneseVowels", "MS4N (paper)"] == "0.023 ± 0.006"
+    assert t.loc["Libras", "MS4 (ours)"] == "–"
+    assert set(t["S4D (paper)"]) == {"–"}
+    assert t.loc["Average", "MS4N (ours)"] == "0.233 ± 0.033"
+    assert t.loc["Average", "MS4 (ours)"] == "0.350 ± 0.050 (n=2)"
+    # The paper's MS4 average covers the same 2 datasets as ours, not Libras.
+    assert t.loc["Average", "MS4 (paper)"] == "0.014 ± 0.008 (n=2)"
+
+    paths = write_table(table, tmp_path / "tables" / "uea_table")
+    assert all(p.stat().st_size > 0 for p in paths.values())
+    assert pd.read_csv(paths["csv"]).shape == table.shape
+    md = paths["md"].read_text(encoding="utf-8")
+    assert "| MS4N (paper)" in md and "0.023 ± 0.006" in md
+    tex = paths["tex"].read_text(encoding="utf-8")
+    assert r"\toprule" in tex and r"0.023 $\pm$ 0.006" in tex and "--" in tex
+    escaped = write_table(pd.DataFrame({"Dataset": ["PEMS_SF"], "x": ["1"]}), tmp_path / "u")
+    assert r"PEMS\_SF" in escaped["tex"].read_text(encoding="utf-8")
+    assert not list((tmp_path / "tables").glob(".*tmp"))
+
+
+def test_curves_and_figure8_thresholds(runs_dir, tmp_path):
+    curves = load_curves(runs_dir)
+    # 10 finished runs (MS4 fold 1 stopped at 25); the unfinished fold2 curve is skipped.
+    assert len(curves) == 8 * 30 + 2 * 25
+    assert list(curves.columns[:5]) == ["benchmark", "dataset", "model", "fold", "epoch"]
+    paths, crossings = figure8(
+        curves, tmp_path / "fig" / "figure8", {"val_loss": 0.5, "val_accuracy": 0.9}
+    )
+    assert crossings["MS4N"]["BasicMotions"] == {"val_loss": 7, "val_accuracy": 12}
+    assert crossings["MS4"]["BasicMotions"] == {"val_loss": 28, "val_accuracy": None}
+    for p in paths.values():
+        assert p.stat().st_size > 1000
+    assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert paths["pdf"].read_bytes()[:5] == b"%PDF-"
+
+
+def test_figure7_deterministic(runs_dir, tmp_path):
+    df = collect_records(runs_dir)
+    a = figure7(df, tmp_path / "a" / "figure7_uea", "uea")
+    b = figure7(df, tmp_path / "b" / "figure7_uea", "uea")
+    assert a["png"].read_bytes()[:4] == b"\x89PNG" and a["pdf"].stat().st_size > 1000
+    assert a["pdf"].read_bytes() == b["pdf"].read_bytes()
+    assert a["png"].read_bytes() == b["png"].read_bytes()
+
+
+def test_build_report_writes_everything(runs_dir, tmp_path):
+    results, figures = tmp_path / "results", tmp_path / "figures"
+    written = build_report(
+        runs_dir,
+        results,
+        figures,
+        {"convergence_thresholds": {"val_loss": 0.5, "val_accuracy": 0.9}},
+        {"uea": ["MS4N", "MS4"]},
+    )
+    expected = [
+        results / "metrics.csv",
+        results / "summary.json",
+        results / "curves.csv",
+        *(results / "tables" / f"uea_table.{e}" for e in ("csv", "md", "tex")),
+        *(figures / f"figure7_uea.{e}" for e in ("png", "pdf")),
+        *(figures / f"figure8_curves.{e}" for e in ("png", "pdf")),
+    ]
+    for path in expected:
+        assert path in written.values() and path.stat().st_size > 0, path
+    assert len(pd.read_csv(results / "metrics.csv")) == 10
+    summary = json.loads((results / "summary.json").read_text())
+    assert summary["uea"]["MS4"]["rank"] == 1.75
+    curves = pd.read_csv(results / "curves.csv")
+    assert {"model", "dataset", "fold", "epoch"} <= set(curves.columns)
+
+
+def test_build_report_without_records(tmp_path):
+    (tmp_path / "runs" / "uea").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="no finished run records"):
+        build_report(tmp_path / "runs", tmp_path / "results", tmp_path / "figures", {})

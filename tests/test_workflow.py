@@ -1,0 +1,111 @@
+"""The real command lines: `snakemake` over a tiny suite on real UEA data, and `dvc repro`
+in a temporary git repository."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pandas as pd
+import pytest
+from conftest import make_project, tool_env
+
+pytestmark = pytest.mark.integration
+
+
+def run(cmd, cwd, env, timeout=600):
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    if proc.returncode != 0:
+        output = f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{output}")
+    return proc.stdout + proc.stderr
+
+
+def tiny(params):
+    params["suite"] = "tiny"
+
+
+def test_snakemake_tiny_suite_end_to_end(tmp_path):
+    project = make_project(tmp_path / "proj", tiny)
+    env = tool_env(project)
+
+    dry = run(["snakemake", "-n", "--cores", "2"], project, env)
+    assert "train" in dry and "report" in dry
+
+    run(["snakemake", "--cores", "2"], project, env)
+
+    records = sorted((project / "results" / "runs").rglob("fold*.json"))
+    # tiny: 2 datasets x 2 models x 1 fold
+    assert len(records) == 4
+    for path in records:
+        record = json.loads(path.read_text())
+        assert record["epochs_run"] == 2 and 1 <= record["best_epoch"] <= 2
+        assert 0.0 <= record["test_error"] <= 1.0
+        assert record["params"] > 0 and record["mmac"] > 0
+        assert (path.parent / record["curve_file"]).is_file()
+    metrics = pd.read_csv(project / "results" / "metrics.csv")
+    assert len(metrics) == 4
+    summary = json.loads((project / "results" / "summary.json").read_text())
+    assert set(summary["uea"]) == {"MS4N", "MS4"}
+    table = (project / "results" / "tables" / "uea_table.md").read_text()
+    assert "BasicMotions" in table and "JapaneseVowels" in table
+    for stem in ("figure7_uea", "figure8_curves"):
+        for ext in (".png", ".pdf"):
+            assert (project / "figures" / f"{stem}{ext}").stat().st_size > 1000
+    assert (project / "logs" / "train" / "uea" / "BasicMotions" / "MS4N" / "fold0.log").is_file()
+
+    # Everything present: a rerun schedules nothing.
+    again = run(["snakemake", "-n", "--cores", "2"], project, env)
+    assert "Nothing to be done" in again
+
+
+def test_unknown_model_fails_before_any_job(tmp_path):
+    def bad(params):
+        params["suite"] = "tiny"
+        params["suites"]["tiny"]["models"] = ["MS4N", "NoSuchModel"]
+
+    project = make_project(tmp_path / "proj", bad)
+    proc = subprocess.run(
+        ["snakemake", "-n", "--cores", "1"],
+        cwd=project,
+        env=tool_env(project),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode != 0
+    assert "NoSuchModel" in proc.stdout + proc.stderr
+    assert not (project / "results").exists()
+
+
+def test_dvc_repro_reruns_only_report_after_plot_code_change(tmp_path):
+    def one_run(params):
+        params["suite"] = "tiny"
+        params["suites"]["tiny"]["benchmarks"] = {"uea": ["BasicMotions"]}
+        params["suites"]["tiny"]["models"] = ["MS4N"]
+        params["suites"]["tiny"]["overrides"]["max_epochs"] = 1
+
+    project = make_project(tmp_path / "proj", one_run)
+    env = tool_env(project)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org"]
+    run(["git", "init", "-q"], project, env)
+    run(["dvc", "init", "-q"], project, env)
+    run(["dvc", "config", "core.analytics", "false"], project, env)
+    first = run(["dvc", "repro"], project, env)
+    assert "Running stage 'train'" in first and "Running stage 'report'" in first
+    record = project / "results" / "runs" / "uea" / "BasicMotions" / "MS4N" / "fold0.json"
+    created = json.loads(record.read_text())["created"]
+    run(git + ["add", "-A"], project, env)
+    run(git + ["commit", "-qm", "first"], project, env)
+
+    figures = project / "src" / "ssmbench" / "report" / "figures.py"
+    figures.write_text(figures.read_text() + "\n# a plotting-only change\n")
+    second = run(["dvc", "repro"], project, env)
+    assert "Running stage 'report'" in second
+    assert "Running stage 'train'" not in second and "Running stage 'data'" not in second
+    # The finished record survived and was not recomputed.
+    assert json.loads(record.read_text())["created"] == created
+    assert (project / "figures" / "figure7_uea.png").is_file()
+
+    shown = run(["dvc", "metrics", "show"], project, env)
+    assert "results/summary.json" in shown and "uea.MS4N.error" in shown

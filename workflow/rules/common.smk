@@ -1,0 +1,54 @@
+# The suite's grid, path helpers and input functions. check_params() cross-checks
+# params.yaml (suites -> known datasets/models, model hyperparameters) at parse time,
+# so a bad config stops the workflow before any job runs.
+import json
+import shlex
+
+from ssmbench.config import check_params, job_spec, suite_datasets, suite_grid, train_resources, Job
+
+check_params(config)
+
+SUITE = config["suite"]
+PATHS = config["paths"]
+GRID = suite_grid(config)
+DATASETS = suite_datasets(config)
+
+
+wildcard_constraints:
+    benchmark="[a-z0-9_]+",
+    dataset="[A-Za-z0-9_-]+",
+    model="[A-Za-z0-9_-]+",
+    fold=r"\d+",
+
+
+def record_paths():
+    return [str(job.record_path(PATHS["runs"])) for job in GRID]
+
+
+def prepared_dirs():
+    return [f"{PATHS['prepared']}/{b}/{d}" for b, d in DATASETS]
+
+
+def job_of(wildcards):
+    return Job(wildcards.benchmark, wildcards.dataset, wildcards.model, int(wildcards.fold))
+
+
+def train_spec(wildcards):
+    """The resolved settings of one run. Snakemake tracks rule params, so editing the
+    protocol, the model's hyperparameters or the suite's overrides reruns exactly the runs
+    they change."""
+    return json.dumps(job_spec(config, job_of(wildcards)), sort_keys=True)
+
+
+def train_resource(key):
+    def get(wildcards, attempt):
+        value = train_resources(config, wildcards.model).get(key, 0)
+        # A retried job (--retries) asks for more time and memory each attempt.
+        return value * attempt if key in ("mem_mb", "runtime") else value
+
+    return get
+
+
+def cli():
+    """`ssmbench` with the suite this workflow runs (so --config suite=... reaches jobs)."""
+    return f"ssmbench --suite {shlex.quote(SUITE)}"

@@ -1,0 +1,35 @@
+# fetch -> prepare, one job per dataset. Both write atomically (temp + rename).
+
+
+rule fetch:
+    output:
+        f"{PATHS['raw']}/{{benchmark}}/{{dataset}}/provenance.json",
+    log:
+        f"{PATHS['logs']}/fetch/{{benchmark}}/{{dataset}}.log",
+    resources:
+        **config["resources"]["prepare"],
+    params:
+        cli=cli(),
+    shell:
+        "{params.cli} fetch --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} > {log} 2>&1"
+
+
+rule prepare:
+    input:
+        rules.fetch.output,
+    output:
+        directory(f"{PATHS['prepared']}/{{benchmark}}/{{dataset}}"),
+    log:
+        f"{PATHS['logs']}/prepare/{{benchmark}}/{{dataset}}.log",
+    resources:
+        **config["resources"]["prepare"],
+    params:
+        cli=cli(),
+    shell:
+        "{params.cli} prepare --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} > {log} 2>&1"
+
+
+rule prepared:
+    """Target: every dataset of the suite, prepared (the DVC `data` stage runs this)."""
+    input:
+        prepared_dirs(),
