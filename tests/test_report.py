@@ -127,19 +127,19 @@ def test_collect_records_one_row_per_record(runs_dir):
 def test_summary_hand_checked(runs_dir, tmp_path):
     summary = summarise(collect_records(runs_dir))
     ms4n, ms4 = summary["uea"]["MS4N"], summary["uea"]["MS4"]
-    assert ms4n["error"] == pytest.approx(0.7 / 3, abs=1e-6)
-    assert ms4["error"] == pytest.approx(0.35, abs=1e-6)
-    assert ms4n["rank"] == pytest.approx(1.25)
-    assert ms4["rank"] == pytest.approx(1.75)
-    assert ms4n["std"] == pytest.approx(0.1 / 3, abs=1e-6)
-    assert ms4["std"] == pytest.approx(0.05, abs=1e-6)
+    assert ms4n["mean_error"] == pytest.approx(0.7 / 3, abs=1e-6)
+    assert ms4["mean_error"] == pytest.approx(0.35, abs=1e-6)
+    assert ms4n["mean_rank"] == pytest.approx(1.25)
+    assert ms4["mean_rank"] == pytest.approx(1.75)
+    assert ms4n["mean_std"] == pytest.approx(0.1 / 3, abs=1e-6)
+    assert ms4["mean_std"] == pytest.approx(0.05, abs=1e-6)
     assert (ms4n["n_datasets"], ms4n["n_runs"], ms4n["n_ranked_datasets"]) == (3, 6, 2)
     assert (ms4["n_datasets"], ms4["n_runs"]) == (2, 4)
     assert ms4n["params"] == pytest.approx(29920) and ms4["mmac"] == pytest.approx(9.5)
     # Ranking over the suite's models: S4D has no result anywhere -> nothing ranked.
     ranked = summarise(collect_records(runs_dir), {"uea": ["MS4N", "MS4", "S4D"]})
-    assert ranked["uea"]["MS4N"]["rank"] is None
-    assert ranked["uea"]["MS4N"]["error"] == pytest.approx(0.7 / 3, abs=1e-6)
+    assert ranked["uea"]["MS4N"]["mean_rank"] is None
+    assert ranked["uea"]["MS4N"]["mean_error"] == pytest.approx(0.7 / 3, abs=1e-6)
 
 
 def test_malformed_record_names_the_file(runs_dir):
@@ -244,7 +244,7 @@ def test_build_report_writes_everything(runs_dir, tmp_path):
         assert path in written.values() and path.stat().st_size > 0, path
     assert len(pd.read_csv(results / "metrics.csv")) == 10
     summary = json.loads((results / "summary.json").read_text())
-    assert summary["uea"]["MS4"]["rank"] == 1.75
+    assert summary["uea"]["MS4"]["mean_rank"] == 1.75
     curves = pd.read_csv(results / "curves.csv")
     assert {"model", "dataset", "fold", "epoch"} <= set(curves.columns)
 

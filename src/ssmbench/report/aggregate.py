@@ -217,7 +217,7 @@ def dataset_table(df: pd.DataFrame) -> pd.DataFrame:
 def summary_frame(
     df: pd.DataFrame, benchmark_models: Mapping[str, Iterable[str]] | None = None
 ) -> pd.DataFrame:
-    """One row per (benchmark, model): ``family, error, rank, std, n_datasets,
+    """One row per (benchmark, model): ``family, mean_error, mean_rank, mean_std, n_datasets,
     n_ranked_datasets, n_runs, params, mmac`` (see the module docstring).
 
     ``benchmark_models`` ({benchmark: [model, ...]}) restricts the records to those models;
@@ -251,9 +251,9 @@ def summary_frame(
                     "benchmark": bench,
                     "model": model,
                     "family": families.get((bench, model), np.nan),
-                    "error": mdf["error"].mean(),
-                    "rank": rank,
-                    "std": mdf["std"].mean(),
+                    "mean_error": mdf["error"].mean(),
+                    "mean_rank": rank,
+                    "mean_std": mdf["std"].mean(),
                     "n_datasets": int(mdf["dataset"].nunique()),
                     "n_ranked_datasets": int(len(complete)),
                     "n_runs": int(mdf["n_runs"].sum()),
@@ -265,9 +265,9 @@ def summary_frame(
 
 
 _SUMMARY_FIELDS = (
-    "error",
-    "rank",
-    "std",
+    "mean_error",
+    "mean_rank",
+    "mean_std",
     "n_datasets",
     "n_ranked_datasets",
     "n_runs",

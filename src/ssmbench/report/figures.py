@@ -72,7 +72,7 @@ def figure7(data: pd.DataFrame, path_stem: str | os.PathLike, benchmark: str) ->
     if "family" not in s.columns:
         s["family"] = s["model"]
     s["family"] = s["family"].where(s["family"].notna(), "unknown").astype(str)
-    s = s.sort_values(["error", "model"], kind="stable").reset_index(drop=True)
+    s = s.sort_values(["mean_error", "model"], kind="stable").reset_index(drop=True)
     colours = _colours(s["family"])
     fam_colour = [colours[f] for f in s["family"]]
 
@@ -80,7 +80,7 @@ def figure7(data: pd.DataFrame, path_stem: str | os.PathLike, benchmark: str) ->
     ax_a, ax_b, ax_c = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.4, 1, 1]})
 
     # A: rank vs MMac
-    ok = s["rank"].notna() & (pd.to_numeric(s["mmac"], errors="coerce") > 0)
+    ok = s["mean_rank"].notna() & (pd.to_numeric(s["mmac"], errors="coerce") > 0)
     a = s[ok]
     params = pd.to_numeric(a["params"], errors="coerce").fillna(0).to_numpy(float)
     if len(a):
@@ -88,7 +88,7 @@ def figure7(data: pd.DataFrame, path_stem: str | os.PathLike, benchmark: str) ->
         sizes = 80 + 1400 * np.sqrt(params / pmax)
         ax_a.scatter(
             a["mmac"],
-            a["rank"],
+            a["mean_rank"],
             s=sizes,
             c=[colours[f] for f in a["family"]],
             alpha=0.55,
@@ -99,7 +99,7 @@ def figure7(data: pd.DataFrame, path_stem: str | os.PathLike, benchmark: str) ->
         for row, p in zip(a.itertuples(index=False), params, strict=True):
             ax_a.annotate(
                 f"{row.model}\n{p / 1e3:.1f}k params",
-                (row.mmac, row.rank),
+                (row.mmac, row.mean_rank),
                 ha="center",
                 va="center",
                 fontsize=8,
@@ -112,7 +112,7 @@ def figure7(data: pd.DataFrame, path_stem: str | os.PathLike, benchmark: str) ->
         ax_a.xaxis.set_minor_formatter(_PLAIN)
         xmin, xmax = a["mmac"].min(), a["mmac"].max()
         ax_a.set_xlim(xmin / 2.5, xmax * 2.5)
-        ymin, ymax = a["rank"].min(), a["rank"].max()
+        ymin, ymax = a["mean_rank"].min(), a["mean_rank"].max()
         pad = max(0.35, 0.25 * (ymax - ymin))
         ax_a.set_ylim(ymin - pad, ymax + pad)
     else:
@@ -144,8 +144,8 @@ def figure7(data: pd.DataFrame, path_stem: str | os.PathLike, benchmark: str) ->
     # B, C: bars
     x = np.arange(len(s))
     for ax, col, label, letter in (
-        (ax_b, "error", "mean error", "B"),
-        (ax_c, "std", "mean std over runs", "C"),
+        (ax_b, "mean_error", "mean error", "B"),
+        (ax_c, "mean_std", "mean std over runs", "C"),
     ):
         vals = pd.to_numeric(s[col], errors="coerce").to_numpy(float)
         bars = ax.bar(
