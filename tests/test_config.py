@@ -14,6 +14,7 @@ from ssmbench.config import (
     batch_size_for,
     benchmark_settings,
     check_params,
+    check_suite_sources,
     job_spec,
     load_params,
     suite_grid,
@@ -88,3 +89,20 @@ def test_suite_overrides_apply_last(params):
 )
 def test_batch_size_is_4_to_64_by_size(params, n_train, expected):
     assert batch_size_for(params["benchmarks"]["uea"], n_train) == expected
+
+
+def test_missing_archive_folder_fails_before_jobs(params, tmp_path):
+    params["paths"]["raw"] = str(tmp_path / "raw")
+    params["suites"]["default"]["overrides"] = {"archive_dir": str(tmp_path / "no-such-archive")}
+    with pytest.raises(ConfigError, match="no-such-archive"):
+        check_suite_sources(params)
+
+
+def test_offline_dataset_not_shipped_fails_before_jobs(params, tmp_path):
+    params["paths"]["raw"] = str(tmp_path / "raw")
+    params["suites"]["default"]["benchmarks"]["uea"] = ["Libras"]
+    params["suites"]["default"]["overrides"] = {"download": False}
+    with pytest.raises(ConfigError, match="Libras is not available offline"):
+        check_suite_sources(params)
+    params["suites"]["default"]["overrides"] = {"download": True}
+    check_suite_sources(params)  # downloadable: fine at parse time

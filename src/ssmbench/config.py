@@ -135,6 +135,27 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
         raise ConfigError(f"{source} has {len(problems)} problem(s):\n  " + "\n  ".join(problems))
 
 
+def check_suite_sources(params: dict, suite: str | None = None) -> None:
+    """Every dataset of the suite can be fetched: already fetched, in archive_dir, shipped
+    by aeon, or downloadable. Checked when the workflow starts, so a missing archive
+    folder with no network fails before any job runs. Raises ConfigError listing each."""
+    from ssmbench.data.errors import DataError
+    from ssmbench.data.uea import PROVENANCE, locate_uea
+
+    problems = []
+    for bench, dataset in suite_datasets(params, suite):
+        settings = benchmark_settings(params, bench, suite)
+        if (Path(params["paths"]["raw"]) / bench / dataset / PROVENANCE).is_file():
+            continue
+        try:
+            locate_uea(dataset, settings.get("archive_dir"), settings.get("download", True))
+        except DataError as exc:
+            problems.append(str(exc))
+    if problems:
+        name = suite or params["suite"]
+        raise ConfigError(f"suite {name!r} cannot get its data:\n  " + "\n  ".join(problems))
+
+
 def suite_grid(params: dict, suite: str | None = None) -> list[Job]:
     """Every (benchmark, dataset, model, fold) job of a suite, in a stable order."""
     name = suite or params["suite"]

@@ -1,12 +1,22 @@
-# The suite's grid, path helpers and input functions. check_params() cross-checks
-# params.yaml (suites -> known datasets/models, model hyperparameters) at parse time,
-# so a bad config stops the workflow before any job runs.
+# The suite's grid, path helpers and input functions. At parse time check_params()
+# cross-checks params.yaml (suites -> known datasets/models, model hyperparameters) and
+# check_suite_sources() that every dataset can be had, so a bad config or a missing
+# archive folder stops the workflow before any job runs.
 import json
 import shlex
 
-from ssmbench.config import check_params, job_spec, suite_datasets, suite_grid, train_resources, Job
+from ssmbench.config import (
+    Job,
+    check_params,
+    check_suite_sources,
+    job_spec,
+    suite_datasets,
+    suite_grid,
+    train_resources,
+)
 
 check_params(config)
+check_suite_sources(config)
 
 SUITE = config["suite"]
 PATHS = config["paths"]

@@ -225,6 +225,41 @@ def _copy_verified(src: Path, dest_dir: Path, expected: str | None) -> tuple[Pat
 
 
 # --------------------------------------------------------------------------- fetch
+def locate_uea(
+    name: str, archive_dir: str | os.PathLike | None = None, download: bool = True
+) -> tuple[str, Path | None]:
+    """Where ``fetch_uea`` takes ``name`` from, decided without touching the network:
+    ``("archive_dir", folder)``, ``("aeon_bundled", folder)`` or ``("download", None)``.
+
+    Raises DataError when the dataset cannot be had (archive_dir set but missing the files,
+    or offline with no copy), so that a workflow can refuse to start instead of failing in
+    a job.
+    """
+    names = _file_names(name)
+    if archive_dir is not None:
+        src_dir = Path(archive_dir) / name
+        missing = [str(src_dir / f) for f in names.values() if not (src_dir / f).is_file()]
+        if missing:
+            raise DataError(
+                f"UEA dataset {name}: archive_dir is set to {archive_dir} but "
+                f"{', '.join(missing)} does not exist. Put the archive's files there "
+                f"(<archive_dir>/{name}/{name}_TRAIN.ts and _TEST.ts), or set "
+                f"benchmarks.uea.archive_dir: null to use aeon's copy or download."
+            )
+        return "archive_dir", src_dir
+    bundled = _aeon_bundled_dir(name)
+    if bundled is not None:
+        return "aeon_bundled", bundled
+    if download:
+        return "download", None
+    raise DataError(
+        f"UEA dataset {name} is not available offline: archive_dir is not set, "
+        f"aeon does not ship it, and download is off. Set "
+        f"benchmarks.uea.archive_dir to a folder holding {name}/{names['TRAIN']} "
+        f"and {names['TEST']}, or set benchmarks.uea.download: true."
+    )
+
+
 def fetch_uea(
     name: str,
     raw_dir: str | os.PathLike,
@@ -259,33 +294,17 @@ def fetch_uea(
 
     workdir: Path | None = None
     try:
-        if archive is not None:
-            src_dir, root = archive / name, archive
-            missing = [str(src_dir / f) for f in names.values() if not (src_dir / f).is_file()]
-            if missing:
-                raise DataError(
-                    f"UEA dataset {name}: archive_dir is set to {archive} but "
-                    f"{', '.join(missing)} does not exist. Put the archive's files there "
-                    f"(<archive_dir>/{name}/{name}_TRAIN.ts and _TEST.ts), or set "
-                    f"benchmarks.uea.archive_dir: null to use aeon's copy or download."
-                )
-            source, source_url = "archive_dir", str(src_dir.resolve())
-        elif (bundled := _aeon_bundled_dir(name)) is not None:
-            src_dir, root = bundled, bundled.parent
-            source = "aeon_bundled"
+        source, src_dir = locate_uea(name, archive, download)
+        if source == "archive_dir":
+            root, source_url = archive, str(src_dir.resolve())
+        elif source == "aeon_bundled":
+            root = src_dir.parent
             source_url = f"aeon=={_aeon_version()}:aeon/datasets/data/{name}"
-        elif download:
+        else:
             raw_dir.mkdir(parents=True, exist_ok=True)
             workdir = Path(tempfile.mkdtemp(prefix=f".{name}.download-", dir=raw_dir))
             src_dir, source_url = _download_with_aeon(name, workdir)
-            root, source = workdir, "download"
-        else:
-            raise DataError(
-                f"UEA dataset {name} is not available offline: archive_dir is not set, "
-                f"aeon does not ship it, and download is off. Set "
-                f"benchmarks.uea.archive_dir to a folder holding {name}/{names['TRAIN']} "
-                f"and {names['TEST']}, or set benchmarks.uea.download: true."
-            )
+            root = workdir
 
         expected, sums_used = _expected_sums(root, name)
         dest.mkdir(parents=True, exist_ok=True)
