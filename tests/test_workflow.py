@@ -109,3 +109,41 @@ def test_dvc_repro_reruns_only_report_after_plot_code_change(tmp_path):
 
     shown = run(["dvc", "metrics", "show"], project, env)
     assert "results/summary.json" in shown and "uea.MS4N.mean_error" in shown
+
+
+def test_corrupt_ts_fails_its_dataset_only_and_leaves_no_record(tmp_path, shared_uea):
+    """A truncated .ts in the archive folder: its prepare job fails naming the file, no
+    training job of that dataset runs, the other dataset's runs still finish."""
+    archive = tmp_path / "archive"
+    for name in ("BasicMotions", "JapaneseVowels"):
+        (archive / name).mkdir(parents=True)
+        for split in ("TRAIN", "TEST"):
+            src = shared_uea / name / f"{name}_{split}.ts"
+            (archive / name / src.name).write_bytes(src.read_bytes())
+    broken = archive / "BasicMotions" / "BasicMotions_TRAIN.ts"
+    text = broken.read_text()
+    broken.write_text(text[: len(text) // 2])
+
+    def with_archive(params):
+        params["suite"] = "tiny"
+        params["suites"]["tiny"]["models"] = ["MS4"]
+        params["suites"]["tiny"]["overrides"]["max_epochs"] = 1
+        params["suites"]["tiny"]["overrides"]["archive_dir"] = str(archive)
+
+    project = make_project(tmp_path / "proj", with_archive)
+    proc = subprocess.run(
+        ["snakemake", "--cores", "2"],
+        cwd=project,
+        env=tool_env(project),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode != 0
+    log = (project / "logs" / "prepare" / "uea" / "BasicMotions.log").read_text()
+    assert "BasicMotions_TRAIN.ts" in log
+    runs = project / "results" / "runs" / "uea"
+    assert not (runs / "BasicMotions").exists()
+    assert not (project / "data" / "prepared" / "uea" / "BasicMotions").exists()
+    assert (runs / "JapaneseVowels" / "MS4" / "fold0.json").is_file()
+    assert not list(runs.rglob("*.tmp"))
