@@ -4,10 +4,13 @@ in a temporary git repository."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 
 import pandas as pd
 import pytest
+import yaml
 from conftest import make_project, tool_env
 
 pytestmark = pytest.mark.integration
@@ -57,6 +60,19 @@ def test_snakemake_tiny_suite_end_to_end(tmp_path):
     # Everything present: a rerun schedules nothing.
     again = run(["snakemake", "-n", "--cores", "2"], project, env)
     assert "Nothing to be done" in again
+
+    # As in a fresh clone whose records came from `dvc pull`: no Snakemake metadata.
+    shutil.rmtree(project / ".snakemake")
+    assert "Nothing to be done" in run(["snakemake", "-n", "--cores", "2"], project, env)
+    # ...and a changed setting still reruns exactly the runs it changes.
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["models"]["MS4"]["dropout"] = 0.1
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    changed = run(["snakemake", "-n", "--cores", "2", "runs"], project, env)
+    stats = changed[changed.index("Job stats") :]
+    assert re.search(r"^train\s+2$", stats, re.M), stats
+    retrained = re.findall(r"output: (results/runs/\S+\.json)", changed)
+    assert len(retrained) == 2 and all("/MS4/" in path for path in retrained), retrained
 
 
 def test_unknown_model_fails_before_any_job(tmp_path):

@@ -9,6 +9,7 @@ Both run when Snakemake parses the workflow, so a bad config fails before any jo
 from __future__ import annotations
 
 import copy
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,6 +210,23 @@ def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]
         "settings": benchmark_settings(params, job.benchmark, suite),
         "prepared_dir": str(Path(params["paths"]["prepared"]) / job.benchmark / job.dataset),
     }
+
+
+def record_is_stale(record_path: str | Path, spec: dict) -> bool:
+    """True if a finished record was made with other settings than `spec` now asks for.
+
+    Snakemake's own params trigger needs its metadata (.snakemake/), which a fresh clone
+    with `dvc pull`ed records does not have; the record itself keeps what it was run
+    with, so this check works everywhere. A record that cannot be read counts as stale.
+    """
+    try:
+        record = json.loads(Path(record_path).read_text())
+    except (OSError, ValueError):
+        return True
+    return (
+        record.get("model_params") != spec["model_params"]
+        or record.get("protocol") != spec["settings"]
+    )
 
 
 def train_resources(params: dict, job_model: str) -> dict:

@@ -4,12 +4,15 @@
 # archive folder stops the workflow before any job runs.
 import json
 import shlex
+from pathlib import Path
 
+from ssmbench.io import atomic_write_json
 from ssmbench.config import (
     Job,
     check_params,
     check_suite_sources,
     job_spec,
+    record_is_stale,
     suite_datasets,
     suite_grid,
     train_resources,
@@ -48,6 +51,26 @@ def train_spec(wildcards):
     protocol, the model's hyperparameters or the suite's overrides reruns exactly the runs
     they change."""
     return json.dumps(job_spec(config, job_of(wildcards)), sort_keys=True)
+
+
+def stale_record_marker(wildcards):
+    """An extra input for a run whose existing record was made with other settings.
+
+    Snakemake's own params trigger needs its metadata (.snakemake/), which a fresh clone
+    whose records came from `dvc pull` lacks; the record itself keeps the settings it was
+    run with. A stale record gets a marker file written now (newer than the record), so
+    the mtime trigger reruns exactly that job. (A missing input would not do: Snakemake
+    does not rerun a job with existing outputs for an input it could still make.)"""
+    job = job_of(wildcards)
+    record = job.record_path(PATHS["runs"])
+    if not record.is_file():
+        return []
+    spec = job_spec(config, job)
+    if not record_is_stale(record, spec):
+        return []
+    marker = Path(PATHS["logs"]) / "stale" / f"{record.relative_to(PATHS['runs'])}"
+    atomic_write_json(marker, spec)
+    return [str(marker)]
 
 
 def train_resource(key):

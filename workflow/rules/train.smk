@@ -3,7 +3,8 @@
 
 rule train:
     input:
-        f"{PATHS['prepared']}/{{benchmark}}/{{dataset}}",
+        prepared=f"{PATHS['prepared']}/{{benchmark}}/{{dataset}}",
+        settings_changed=stale_record_marker,
     output:
         record=f"{PATHS['runs']}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.json",
         curve=f"{PATHS['runs']}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.curve.csv",
