@@ -106,3 +106,13 @@ def test_offline_dataset_not_shipped_fails_before_jobs(params, tmp_path):
         check_suite_sources(params)
     params["suites"]["default"]["overrides"] = {"download": True}
     check_suite_sources(params)  # downloadable: fine at parse time
+
+
+def test_cli_bad_suite_exits_2_naming_it(capsys, monkeypatch):
+    from ssmbench.cli import main
+
+    monkeypatch.chdir(REPO)
+    assert main(["--suite", "nope", "check"]) == 2
+    assert "'nope' is not a suite" in capsys.readouterr().err
+    assert main(["check"]) == 0
+    assert "12 runs over 2 datasets" in capsys.readouterr().out

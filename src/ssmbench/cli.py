@@ -119,6 +119,7 @@ def cmd_report(args) -> int:
 
 def cmd_complexity(args) -> int:
     from ssmbench.complexity import count_params, mmac
+    from ssmbench.config import ConfigError
     from ssmbench.models import build_model
 
     params = _params(args)
@@ -127,7 +128,7 @@ def cmd_complexity(args) -> int:
     print(f"{'model':<14}{'params':>12}{'MMac':>12}   ({shape})")
     for name in names:
         if name not in params["models"]:
-            raise ValueError(
+            raise ConfigError(
                 f"--models: unknown model {name!r} (known: {', '.join(params['models'])})"
             )
         model = build_model(name, args.channels, args.classes, args.length, params["models"][name])
@@ -176,14 +177,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from ssmbench.config import ConfigError
+    from ssmbench.data.errors import DataError
+    from ssmbench.report.aggregate import RecordError
 
     try:
-        from ssmbench.data.errors import DataError
-    except ImportError:  # pragma: no cover - the data package is always installed
-        DataError = ConfigError  # noqa: N806
-    try:
         return args.func(args)
-    except (ConfigError, DataError, ValueError, FileNotFoundError) as exc:
+    except (ConfigError, DataError, RecordError, FileNotFoundError) as exc:
+        # Bad input: one message naming the file or field. Anything else is a bug and
+        # keeps its traceback.
         _log(f"ssmbench {args.command}: error: {exc}")
         return 2
 
