@@ -123,6 +123,13 @@ def test_dvc_repro_reruns_only_report_after_plot_code_change(tmp_path):
     assert json.loads(record.read_text())["created"] == created
     assert (project / "figures" / "figure7_uea.png").is_file()
 
+    # Training code: a comment changes nothing, a change of what it computes reruns.
+    ms4 = project / "src" / "ssmbench" / "models" / "ms4.py"
+    ms4.write_text(ms4.read_text() + "\n# a comment only\n")
+    assert "Nothing to be done" in run(["snakemake", "-n", "runs"], project, env)
+    ms4.write_text(ms4.read_text().replace("nn.GELU()", "nn.GELU(approximate='tanh')"))
+    assert re.search(r"^train\s+1$", run(["snakemake", "-n", "runs"], project, env), re.M)
+
     shown = run(["dvc", "metrics", "show"], project, env)
     assert "results/summary.json" in shown and "uea.MS4N.mean_error" in shown
 

@@ -8,7 +8,10 @@ Both run when Snakemake parses the workflow, so a bad config fails before any jo
 
 from __future__ import annotations
 
+import ast
 import copy
+import functools
+import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -198,6 +201,41 @@ def batch_size_for(settings: dict, n_train: int) -> int:
     return int(min(settings["batch_max"], max(settings["batch_min"], size)))
 
 
+# The code a run's result depends on (relative to the package). Its digest is part of
+# every job's settings, so changing what it does reruns the runs; plotting code is not here.
+TRAINING_CODE = ("models", "train", "data/store.py", "complexity.py", "config.py", "io.py")
+
+
+@functools.lru_cache(maxsize=1)
+def training_code_digest() -> str:
+    """Hash of the training code's syntax trees, docstrings removed: editing comments,
+    docstrings or formatting changes nothing, editing what the code does changes it."""
+    package = Path(__file__).parent
+    files = sorted(
+        f
+        for entry in TRAINING_CODE
+        for f in (
+            (package / entry).rglob("*.py") if (package / entry).is_dir() else [package / entry]
+        )
+    )
+    digest = hashlib.sha256()
+    for path in files:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (
+                isinstance(body, list)
+                and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
+                node.body = body[1:] or [ast.Pass()]
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(ast.dump(tree).encode())
+    return digest.hexdigest()[:16]
+
+
 def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]:
     """Everything a training run needs, resolved: what Snakemake passes to `ssmbench train`
     (and tracks, so a change to any of it reruns exactly the affected jobs)."""
@@ -209,11 +247,13 @@ def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]
         "model_params": copy.deepcopy(params["models"][job.model]),
         "settings": benchmark_settings(params, job.benchmark, suite),
         "prepared_dir": str(Path(params["paths"]["prepared"]) / job.benchmark / job.dataset),
+        "code": training_code_digest(),
     }
 
 
 def record_is_stale(record_path: str | Path, spec: dict) -> bool:
-    """True if a finished record was made with other settings than `spec` now asks for.
+    """True if a finished record was made with other settings, or other training code
+    (`training_code_digest`), than `spec` now asks for.
 
     Snakemake's own params trigger needs its metadata (.snakemake/), which a fresh clone
     with `dvc pull`ed records does not have; the record itself keeps what it was run
@@ -226,6 +266,7 @@ def record_is_stale(record_path: str | Path, spec: dict) -> bool:
     return (
         record.get("model_params") != spec["model_params"]
         or record.get("protocol") != spec["settings"]
+        or record.get("code_digest") != spec["code"]
     )
 
 

@@ -249,6 +249,7 @@ def run_job(
         "model_params": spec["model_params"],
         "protocol": settings,
         "dataset_sha256": meta.get("raw_files"),
+        "code_digest": spec.get("code"),
         "curve_file": curve_path.name,
     }
     record.update(provenance())
