@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import functools
 import statistics
+import sys
 import time
 
 import torch
@@ -29,6 +30,7 @@ import torch.nn.functional as F
 
 from ssmbench.models import MS4Classifier
 from ssmbench.models.s4d import S4DKernel, naive_kernel
+from ssmbench.train import restart_with_malloc_env
 
 BATCH, C, K, H, N = 64, 3, 5, 64, 64
 
@@ -72,7 +74,14 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="only L=1000, fewer steps")
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
+    ap.add_argument(
+        "--system-malloc",
+        action="store_true",
+        help="keep glibc's default malloc settings instead of the training jobs' ones",
+    )
     args = ap.parse_args()
+    if not args.system_malloc:
+        restart_with_malloc_env(sys.argv)  # measure the step as `ssmbench train` runs it
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -80,7 +89,8 @@ def main() -> None:
     plan = {1000: (1, 5)} if args.quick else {1000: (2, 9), 10000: (1, 2)}
     print(
         f"MS4N train step, B={BATCH} C={C} K={K} H={H} N={N}, "
-        f"torch {torch.__version__}, threads={torch.get_num_threads()}"
+        f"torch {torch.__version__}, threads={torch.get_num_threads()}, "
+        f"malloc={'system default' if args.system_malloc else 'as in ssmbench train (MALLOC_ENV)'}"
     )
     print(
         f"{'L':>6} {'ours s/step':>12} {'naive s/step':>13} {'ours/naive':>11}"

@@ -11,7 +11,6 @@ from conftest import REPO
 from ssmbench.config import (
     ConfigError,
     Job,
-    batch_size_for,
     benchmark_settings,
     check_params,
     check_suite_sources,
@@ -20,6 +19,7 @@ from ssmbench.config import (
     suite_grid,
     validate_schema,
 )
+from ssmbench.train.protocol import batch_size_for
 
 
 @pytest.fixture()

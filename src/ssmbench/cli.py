@@ -83,6 +83,10 @@ def cmd_prepare(args) -> int:
 
 
 def cmd_train(args) -> int:
+    from ssmbench.train import restart_with_malloc_env
+
+    # Before torch is imported: the re-executed process pays the imports once.
+    restart_with_malloc_env(["-m", "ssmbench.cli", *sys.argv[1:]])
     from ssmbench.config import Job, job_spec
     from ssmbench.train.protocol import run_job
 

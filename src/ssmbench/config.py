@@ -13,7 +13,6 @@ import copy
 import functools
 import hashlib
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,20 +189,11 @@ def benchmark_settings(params: dict, benchmark: str, suite: str | None = None) -
     return settings
 
 
-def batch_size_for(settings: dict, n_train: int) -> int:
-    """The paper's "batch 4–64 by dataset size": the power of two at or below
-    batch_fraction * n_train, clipped to [batch_min, batch_max]. A fixed `batch_size`
-    (e.g. MONSTER's 256) wins when given."""
-    if settings.get("batch_size"):
-        return int(settings["batch_size"])
-    target = max(1.0, settings["batch_fraction"] * n_train)
-    size = 2 ** int(math.floor(math.log2(target)))
-    return int(min(settings["batch_max"], max(settings["batch_min"], size)))
-
-
-# The code a run's result depends on (relative to the package). Its digest is part of
-# every job's settings, so changing what it does reruns the runs; plotting code is not here.
-TRAINING_CODE = ("models", "train", "data/store.py", "complexity.py", "config.py", "io.py")
+# The code a run's result depends on beyond its settings (relative to the package): the
+# models, the protocol (batch size, splits, loop) and the complexity counts. Its digest is
+# part of every job's settings, so changing what it does reruns the runs; plotting,
+# validation and provenance code are not here.
+TRAINING_CODE = ("models", "train/protocol.py", "data/store.py", "complexity.py")
 
 
 @functools.lru_cache(maxsize=1)

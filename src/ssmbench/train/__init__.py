@@ -1,1 +1,26 @@
 """The training protocol (protocol.py) and run records (records.py)."""
+
+# glibc malloc settings for training processes. Tensors above 32 MB (long sequences:
+# a (64, 64, 10000) complex FFT buffer is 330 MB) are otherwise mmap'ed and unmapped on
+# every step, and the page faults that re-zero them cost more than the arithmetic:
+# an MS4N step at B=64, L=10,000 took 4.2 s with the defaults and 1.9 s with these
+# (benchmarks/bench_kernel.py on 2 CPU cores). Keeping freed memory in the heap does not
+# raise the peak, which the largest step sets anyway. `ssmbench train` and the
+# kernel benchmark run under them (`restart_with_malloc_env`).
+MALLOC_ENV = {
+    "MALLOC_MMAP_MAX_": "0",
+    "MALLOC_TRIM_THRESHOLD_": str(64 * 2**30),
+}
+
+
+def restart_with_malloc_env(argv: list[str]) -> None:
+    """Re-executes this process with MALLOC_ENV set, unless it already is (glibc reads
+    these variables at start-up only). `argv` is the command line to run again."""
+    import os
+    import sys
+
+    if all(os.environ.get(key) == value for key, value in MALLOC_ENV.items()):
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *argv], {**os.environ, **MALLOC_ENV})

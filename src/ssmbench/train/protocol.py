@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import csv
 import io
+import math
 import os
 import random
 import time
@@ -31,6 +32,17 @@ from ssmbench.io import atomic_write_json, atomic_write_text
 from ssmbench.train.records import provenance
 
 CURVE_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds")
+
+
+def batch_size_for(settings: dict, n_train: int) -> int:
+    """The paper's "batch 4–64 by dataset size": the power of two at or below
+    batch_fraction * n_train, clipped to [batch_min, batch_max]. A fixed `batch_size`
+    (e.g. MONSTER's 256) wins when given."""
+    if settings.get("batch_size"):
+        return int(settings["batch_size"])
+    target = max(1.0, settings["batch_fraction"] * n_train)
+    size = 2 ** int(math.floor(math.log2(target)))
+    return int(min(settings["batch_max"], max(settings["batch_min"], size)))
 
 
 def seed_everything(seed: int, deterministic: bool = True) -> None:
@@ -117,7 +129,6 @@ def run_job(
 ) -> dict:
     """Train one model on one fold of one dataset; write its curve and record."""
     from ssmbench.complexity import count_params, mmac
-    from ssmbench.config import batch_size_for
     from ssmbench.data.store import PreparedDataset
     from ssmbench.models import build_model
 
