@@ -16,12 +16,14 @@ from conftest import make_project, tool_env
 pytestmark = pytest.mark.integration
 
 
-def run(cmd, cwd, env, timeout=600):
+def run(cmd, cwd, env, timeout=600, should_fail=False):
+    """Run a command line; return its output. Fails the test if its exit status is not the
+    expected one (zero, or non-zero with should_fail)."""
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    if proc.returncode != 0:
-        output = f"{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
-        raise AssertionError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{output}")
-    return proc.stdout + proc.stderr
+    output = proc.stdout + proc.stderr
+    if (proc.returncode != 0) != should_fail:
+        raise AssertionError(f"{' '.join(cmd)} exited {proc.returncode}:\n{output[-8000:]}")
+    return output
 
 
 def tiny(params):
@@ -81,16 +83,8 @@ def test_unknown_model_fails_before_any_job(tmp_path):
         params["suites"]["tiny"]["models"] = ["MS4N", "NoSuchModel"]
 
     project = make_project(tmp_path / "proj", bad)
-    proc = subprocess.run(
-        ["snakemake", "-n", "--cores", "1"],
-        cwd=project,
-        env=tool_env(project),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode != 0
-    assert "NoSuchModel" in proc.stdout + proc.stderr
+    output = run(["snakemake", "-n", "--cores", "1"], project, tool_env(project), should_fail=True)
+    assert "NoSuchModel" in output
     assert not (project / "results").exists()
 
 
@@ -154,15 +148,7 @@ def test_corrupt_ts_fails_its_dataset_only_and_leaves_no_record(tmp_path, shared
         params["suites"]["tiny"]["overrides"]["archive_dir"] = str(archive)
 
     project = make_project(tmp_path / "proj", with_archive)
-    proc = subprocess.run(
-        ["snakemake", "--cores", "2"],
-        cwd=project,
-        env=tool_env(project),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode != 0
+    run(["snakemake", "--cores", "2"], project, tool_env(project), should_fail=True)
     log = (project / "logs" / "prepare" / "uea" / "BasicMotions.log").read_text()
     assert "BasicMotions_TRAIN.ts" in log
     runs = project / "results" / "runs" / "uea"
