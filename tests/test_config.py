@@ -116,3 +116,34 @@ def test_cli_bad_suite_exits_2_naming_it(capsys, monkeypatch):
     assert "'nope' is not a suite" in capsys.readouterr().err
     assert main(["check"]) == 0
     assert "12 runs over 2 datasets" in capsys.readouterr().out
+
+
+def test_settings_marker_dates_say_whether_a_record_is_current(params, tmp_path):
+    import json
+    import os
+
+    from ssmbench.config import sync_settings_marker
+
+    spec = job_spec(params, Job("uea", "BasicMotions", "MS4N", 0), "default")
+    record, marker = tmp_path / "fold0.json", tmp_path / "marker.json"
+    sync_settings_marker(record, marker, spec)  # no record yet: the job runs anyway
+    assert marker.is_file()
+
+    record.write_text(
+        json.dumps(
+            {
+                "model_params": spec["model_params"],
+                "protocol": spec["settings"],
+                "code_digest": spec["code"],
+            }
+        )
+    )
+    os.utime(record, (1_000_000, 1_000_000))
+    sync_settings_marker(record, marker, spec)
+    assert marker.stat().st_mtime < record.stat().st_mtime  # current: not rerun
+
+    changed = json.loads(json.dumps(spec))
+    changed["settings"]["lr"] = 0.01
+    sync_settings_marker(record, marker, changed)
+    assert marker.stat().st_mtime > record.stat().st_mtime  # stale: rerun
+    assert json.loads(marker.read_text())["settings"]["lr"] == 0.01

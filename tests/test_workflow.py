@@ -75,6 +75,9 @@ def test_snakemake_tiny_suite_end_to_end(tmp_path):
     assert re.search(r"^train\s+2$", stats, re.M), stats
     retrained = re.findall(r"output: (results/runs/\S+\.json)", changed)
     assert len(retrained) == 2 and all("/MS4/" in path for path in retrained), retrained
+    # Once rerun, the runs are current: no run is scheduled again.
+    run(["snakemake", "--cores", "2", "runs"], project, env)
+    assert "Nothing to be done" in run(["snakemake", "-n", "--cores", "2", "runs"], project, env)
 
 
 def test_unknown_model_fails_before_any_job(tmp_path):

@@ -13,11 +13,14 @@ import copy
 import functools
 import hashlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from ssmbench.io import atomic_write_text
 
 # The schema ships inside the package; workflow/schemas/params.schema.yaml links to it.
 SCHEMA_PATH = Path(__file__).with_name("params.schema.yaml")
@@ -258,6 +261,40 @@ def record_is_stale(record_path: str | Path, spec: dict) -> bool:
         or record.get("protocol") != spec["settings"]
         or record.get("code_digest") != spec["code"]
     )
+
+
+def sync_settings_marker(record_path: str | Path, marker_path: str | Path, spec: dict) -> Path:
+    """Keep a run's settings marker (an input of its training job) in step with its record.
+
+    Snakemake's params trigger needs its own metadata, which a fresh clone whose records
+    came from `dvc pull` lacks; the record keeps what it was made with instead. So every
+    training job takes this marker as an input, and its modification time decides:
+
+    * a current record: the marker is dated just before the record (nothing to do);
+    * a stale record (`record_is_stale`): the marker is dated now, newer than the record,
+      and Snakemake's mtime trigger reruns exactly that job;
+    * no record: the job runs anyway.
+
+    The marker always exists, so a job's set of inputs never changes from one run to the
+    next (Snakemake would rerun a job whose input set changed).
+    """
+    record_path, marker_path = Path(record_path), Path(marker_path)
+    text = json.dumps(spec, sort_keys=True, indent=1) + "\n"
+    if not record_path.is_file():
+        if not marker_path.is_file() or marker_path.read_text() != text:
+            atomic_write_text(marker_path, text)
+        return marker_path
+    record_time = record_path.stat().st_mtime
+    if record_is_stale(record_path, spec):
+        if not marker_path.is_file() or marker_path.stat().st_mtime <= record_time:
+            atomic_write_text(marker_path, text)
+            if marker_path.stat().st_mtime <= record_time:  # coarse clocks: make it newer
+                os.utime(marker_path, (record_time + 1, record_time + 1))
+        return marker_path
+    if not marker_path.is_file() or marker_path.stat().st_mtime > record_time:
+        atomic_write_text(marker_path, text)
+        os.utime(marker_path, (record_time - 1, record_time - 1))
+    return marker_path
 
 
 def train_resources(params: dict, job_model: str) -> dict:

@@ -6,13 +6,12 @@ import json
 import shlex
 from pathlib import Path
 
-from ssmbench.io import atomic_write_json
 from ssmbench.config import (
     Job,
     check_params,
     check_suite_sources,
     job_spec,
-    record_is_stale,
+    sync_settings_marker,
     suite_datasets,
     suite_grid,
     train_resources,
@@ -53,24 +52,12 @@ def train_spec(wildcards):
     return json.dumps(job_spec(config, job_of(wildcards)), sort_keys=True)
 
 
-def stale_record_marker(wildcards):
-    """An extra input for a run whose existing record was made with other settings.
-
-    Snakemake's own params trigger needs its metadata (.snakemake/), which a fresh clone
-    whose records came from `dvc pull` lacks; the record itself keeps the settings it was
-    run with. A stale record gets a marker file written now (newer than the record), so
-    the mtime trigger reruns exactly that job. (A missing input would not do: Snakemake
-    does not rerun a job with existing outputs for an input it could still make.)"""
+def settings_marker(wildcards):
+    """Every run's extra input: a small file holding its settings, whose age says whether
+    the run's record is current (see ssmbench.config.sync_settings_marker)."""
     job = job_of(wildcards)
-    record = job.record_path(PATHS["runs"])
-    if not record.is_file():
-        return []
-    spec = job_spec(config, job)
-    if not record_is_stale(record, spec):
-        return []
-    marker = Path(PATHS["logs"]) / "stale" / f"{record.relative_to(PATHS['runs'])}"
-    atomic_write_json(marker, spec)
-    return [str(marker)]
+    marker = Path(PATHS["logs"]) / "settings" / job.record_path("").with_suffix(".json")
+    return str(sync_settings_marker(job.record_path(PATHS["runs"]), marker, job_spec(config, job)))
 
 
 def train_resource(key):

@@ -4,7 +4,7 @@
 rule train:
     input:
         prepared=f"{PATHS['prepared']}/{{benchmark}}/{{dataset}}",
-        settings_changed=stale_record_marker,
+        settings=settings_marker,
     output:
         record=f"{PATHS['runs']}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.json",
         curve=f"{PATHS['runs']}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.curve.csv",
