@@ -7,9 +7,11 @@
     ssmbench train   --benchmark B --dataset D --model M --fold K
     ssmbench report
     ssmbench complexity --channels C --classes K --length L
+    ssmbench datasets [--benchmark B] [--domain D] [--format table|csv]
 
-Every command reads params.yaml (--params) and the suite (--suite, default: params.yaml's
-`suite`). Errors in the inputs exit with status 2 and one message naming what is wrong.
+Every command but `datasets` reads params.yaml (--params) and the suite (--suite, default:
+params.yaml's `suite`); `datasets` prints the dataset catalog and reads no config.
+Errors in the inputs exit with status 2 and one message naming what is wrong.
 """
 
 from __future__ import annotations
@@ -142,6 +144,36 @@ def cmd_complexity(args) -> int:
     return 0
 
 
+def cmd_datasets(args) -> int:
+    # The catalog only: no params.yaml, so it works before the config is written or valid.
+    from collections import Counter
+
+    from ssmbench.data.catalog import BENCHMARKS, catalog
+
+    entries = catalog(benchmark=args.benchmark, domain=args.domain)
+    header = ["name", "benchmark", "domain", "task", "N", "C", "L", "classes", "source"]
+    rows = [
+        [e.name, e.benchmark, e.domain, e.task, e.N, e.C, e.L, e.n_classes, e.source]
+        for e in entries
+    ]
+    counts = Counter(e.benchmark for e in entries)
+    summary = ", ".join(f"{b}: {counts[b]}" for b in BENCHMARKS if counts[b])
+    summary = f"{summary} ({len(entries)} datasets)" if entries else "no datasets match"
+    if args.format == "csv":
+        import csv
+
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(header)
+        writer.writerows([["" if v is None else v for v in row] for row in rows])
+        _log(summary)  # stderr: stdout stays a plain CSV
+    else:
+        from tabulate import tabulate
+
+        print(tabulate(rows, headers=header, missingval="-", intfmt=","))
+        print(summary)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ssmbench", description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -175,6 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--length", type=int, required=True)
     p.add_argument("--models", nargs="*")
     p.set_defaults(func=cmd_complexity)
+    p = sub.add_parser("datasets", help="list the datasets of both studies (reads no config)")
+    p.add_argument("--benchmark", help="only this benchmark (uea, monster, physiome, ...)")
+    p.add_argument("--domain", help="only this domain (Audio, EEG, HAR, Satellite, ...)")
+    p.add_argument("--format", choices=("table", "csv"), default="table")
+    p.set_defaults(func=cmd_datasets)
     return parser
 
 

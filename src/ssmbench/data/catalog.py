@@ -8,9 +8,26 @@ Bagnall et al., "The UEA multivariate time series classification archive, 2018"
 guessed (InsectWingbeat's length and split sizes differ between archive releases).
 The prepared ``meta.json`` holds the values actually read from the files; these are for
 planning (batch sizes, resources) and the report's domain grouping.
+
+``MONSTER_DATASETS`` holds the 29 MONSTER datasets of the MS4N study, grouped by domain as
+the MS4N paper's Table 4 groups them (its "SI" column is ``"Satellite"`` here). ``N``
+(examples), ``C``, ``L`` and ``classes`` are those of the MONSTER paper, Dempster et al.,
+"MONSTER: Monash Scalable Time Series Evaluation Repository", arXiv:2502.15122v1, Table 1
+(read from a verbatim copy of the arXiv HTML table); the Hub dataset cards of AudioMNIST,
+LakeIce and TimeSen2Crop were read as well and agree, except where ``notes`` says otherwise.
+``aliases`` are the other spellings met in the MONSTER paper and in the MONSTER
+repository's results workbook (``shared/reference/README.md``).
+
+The TIDES study's datasets are listed as far as the project's issue defines them
+(``PHYSIOME_DATASETS``, ``SYNTHETIC_DATASETS``, ``UEA_DROP_DATASETS``); a figure not yet
+known is ``None``.
+
+:func:`catalog` returns every dataset of both studies as :class:`CatalogEntry` rows.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from ssmbench.data.errors import DataError
 
@@ -59,7 +76,317 @@ UEA_DATASETS: dict[str, dict] = {
     "UWaveGestureLibrary": _d("HAR", 3, 315, 8, 120, 320),
 }
 
-_CATALOGS = {"uea": UEA_DATASETS}
+
+UEA_SOURCE = "https://www.timeseriesclassification.com/"
+UEA_REF = "https://arxiv.org/abs/1811.00075 (Table 1)"
+
+MONSTER_HUB = "https://huggingface.co/datasets/monster-monash/{}"
+MONSTER_REF = "https://arxiv.org/html/2502.15122v1#S3.T1 (MONSTER paper v1, Table 1)"
+MONSTER_CARD = "https://huggingface.co/datasets/monster-monash/{}/blob/main/README.md"
+
+
+def _m(domain, N, C, L, classes, aliases=(), notes=""):
+    return {
+        "domain": domain,
+        "N": N,
+        "C": C,
+        "L": L,
+        "classes": classes,
+        "ref": MONSTER_REF,
+        "aliases": tuple(aliases),
+        "notes": notes,
+    }
+
+
+_CARD_AGREES = "The Hub card ({}) gives the same N, C, L and classes."
+
+MONSTER_DATASETS: dict[str, dict] = {
+    # Audio (7)
+    "AudioMNIST": _m(
+        "Audio", 30000, 1, 47998, 10, notes=_CARD_AGREES.format(MONSTER_CARD.format("AudioMNIST"))
+    ),
+    "AudioMNIST-DS": _m(
+        "Audio",
+        30000,
+        1,
+        4000,
+        10,
+        notes="AudioMNIST downsampled to length 4,000 (the AudioMNIST Hub card says the same).",
+    ),
+    "CornellWhaleChallenge": _m("Audio", 30000, 1, 4000, 2),
+    "FruitFlies": _m("Audio", 34518, 1, 5000, 3),
+    "InsectSound": _m("Audio", 50000, 1, 600, 10),
+    "MosquitoSound": _m("Audio", 279566, 1, 3750, 6),
+    "WhaleSounds": _m("Audio", 105163, 1, 2500, 8),
+    # Satellite (7): the MS4N paper's "SI" (satellite image time series)
+    "LakeIce": _m(
+        "Satellite", 129280, 1, 161, 3, notes=_CARD_AGREES.format(MONSTER_CARD.format("LakeIce"))
+    ),
+    "S2Agri-17": _m(
+        "Satellite",
+        59268823,
+        10,
+        24,
+        17,
+        aliases=("S2Agri-19",),
+        notes="Table 1 has one S2Agri row (classes '17 / 34'): the -17 and -34 sets share "
+        "their series and differ in the label set. 'S2Agri-19' in the MONSTER repo's results.",
+    ),
+    "S2Agri-34": _m(
+        "Satellite",
+        59268823,
+        10,
+        24,
+        34,
+        aliases=("S2Agri-44",),
+        notes="Same series as S2Agri-17 (Table 1's one S2Agri row, classes '17 / 34'). "
+        "'S2Agri-44' in the MONSTER repo's results.",
+    ),
+    "S2Agri-10pc-17": _m(
+        "Satellite",
+        5850881,
+        10,
+        24,
+        17,
+        aliases=("S2Agri-10pc-19",),
+        notes="Table 1's one S2Agri-10pc row (classes '17 / 29'). "
+        "'S2Agri-10pc-19' in the MONSTER repo's results.",
+    ),
+    "S2Agri-10pc-34": _m(
+        "Satellite",
+        5850881,
+        10,
+        24,
+        29,
+        aliases=("S2Agri-10pc-44",),
+        notes="Table 1 gives 29 classes (row S2Agri-10pc, '17 / 29'), not the 34 the name "
+        "suggests: the 34-class label set, of which the 10% subset holds 29. The MS4N paper's "
+        "Table 4 SI parameter average (24,740) is reproduced with 29. "
+        "'S2Agri-10pc-44' in the MONSTER repo's results.",
+    ),
+    "Tiselac": _m(
+        "Satellite",
+        99687,
+        10,
+        23,
+        9,
+        aliases=("Tiselac2",),
+        notes="'Tiselac2' in the MONSTER repo's results.",
+    ),
+    "TimeSen2Crop": _m(
+        "Satellite",
+        1135511,
+        9,
+        365,
+        15,
+        notes="classes: Table 1 and the Hub card's summary table say 16 (the original land "
+        "cover classes); the card's text says the processed data has 15 (the 'other crops' "
+        "class removed), and the MS4N paper's Table 4 SI parameter average (24,740) is "
+        "reproduced with 15. N, C, L: Table 1 and the card "
+        f"({MONSTER_CARD.format('TimeSen2Crop')}) agree. The card also says TimeSen2Crop has "
+        "since been removed from the MONSTER benchmark.",
+    ),
+    # HAR (7)
+    "Opportunity": _m("HAR", 17386, 113, 100, 5),
+    "PAMAP2": _m("HAR", 38856, 52, 100, 12),
+    "Skoda": _m("HAR", 14117, 60, 100, 11),
+    "UCIActivity": _m("HAR", 10299, 9, 128, 6),
+    "USCActivity": _m("HAR", 56228, 6, 100, 12),
+    "WISDM": _m("HAR", 17166, 3, 100, 6),
+    "WISDM2": _m("HAR", 149034, 3, 100, 6),
+    # EEG (4)
+    "CrowdSourced": _m(
+        "EEG",
+        12289,
+        14,
+        256,
+        2,
+        aliases=("Crowdsourced",),
+        notes="'Crowdsourced' in part of the MONSTER repo's results.",
+    ),
+    "DREAMERA": _m(
+        "EEG",
+        170246,
+        14,
+        256,
+        2,
+        aliases=("DreamerA",),
+        notes="'DreamerA' in Table 1 and in part of the MONSTER repo's results.",
+    ),
+    "DREAMERV": _m(
+        "EEG",
+        170246,
+        14,
+        256,
+        2,
+        aliases=("DreamerV",),
+        notes="'DreamerV' in Table 1 and in part of the MONSTER repo's results.",
+    ),
+    "STEW": _m("EEG", 28512, 14, 256, 2),
+    # Counts (2)
+    "Pedestrian": _m("Counts", 189621, 1, 24, 82),
+    "Traffic": _m("Counts", 1460968, 1, 24, 7),
+    # Other (2)
+    "FordChallenge": _m("Other", 36257, 30, 40, 2),
+    "LenDB": _m("Other", 1244942, 3, 540, 2),
+}
+
+for _name, _info in MONSTER_DATASETS.items():
+    _info["source"] = MONSTER_HUB.format(_name)
+
+PHYSIOME_SOURCE = "https://zenodo.org/records/11492058"
+
+
+def _t(domain, task, C=None, L=None, classes=None, N=None, source=None, ref=None, notes=""):
+    return {
+        "domain": domain,
+        "task": task,
+        "N": N,
+        "C": C,
+        "L": L,
+        "classes": classes,
+        "source": source,
+        "ref": ref,
+        "aliases": (),
+        "notes": notes,
+    }
+
+
+# Physiome-ODE regression (TIDES): one entry per myokit (CellML-derived) model we generate.
+# N, C, L depend on the generator's settings and the model's state size: not known yet.
+PHYSIOME_DATASETS: dict[str, dict] = {
+    name: _t(
+        "Physiome",
+        "regression",
+        source=PHYSIOME_SOURCE,
+        ref=PHYSIOME_SOURCE,
+        notes=f"myokit model {name}; simulated from perturbed initial states/constants, "
+        "first half observed, second half forecast (Physiome-ODE protocol). "
+        "N, C, L: set by the generator, not known yet.",
+    )
+    for name in (
+        "HodgkinHuxley1952",
+        "Noble1962",
+        "BeelerReuter1977",
+        "DiFrancescoNoble1985",
+        "LuoRudy1991",
+    )
+}
+
+SYNTHETIC_DATASETS: dict[str, dict] = {
+    "FadingFlash": _t(
+        "Synthetic",
+        "regression",
+        C=4,
+        L=40,
+        source="generated",
+        ref="ssmbench issue 3 (TIDES: the Fading Flash task)",
+        notes="generated by ssmbench; N: set by the generator, not known yet.",
+    ),
+}
+
+_EIGENWORMS = UEA_DATASETS["EigenWorms"]
+UEA_DROP_DATASETS: dict[str, dict] = {
+    "EigenWormsDrop": _t(
+        _EIGENWORMS["domain"],
+        "classification",
+        C=_EIGENWORMS["C"],
+        L=_EIGENWORMS["L"],
+        classes=_EIGENWORMS["classes"],
+        N=_EIGENWORMS["n_train"] + _EIGENWORMS["n_test"],
+        source="derived from uea/EigenWorms",
+        ref="ssmbench issue 3 (TIDES: random time-step-drop ablation); figures: " + UEA_REF,
+        notes="UEA EigenWorms with time steps dropped at random; L is the full length "
+        "before dropping, N = EigenWorms' n_train + n_test.",
+    ),
+}
+
+_CATALOGS = {
+    "uea": UEA_DATASETS,
+    "monster": MONSTER_DATASETS,
+    "physiome": PHYSIOME_DATASETS,
+    "synthetic": SYNTHETIC_DATASETS,
+    "uea_drop": UEA_DROP_DATASETS,
+}
+BENCHMARKS: tuple[str, ...] = tuple(_CATALOGS)
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One dataset of either study, as known before it is fetched (``None``: not known)."""
+
+    name: str
+    benchmark: str
+    domain: str
+    task: str
+    N: int | None
+    C: int | None
+    L: int | None
+    n_classes: int | None
+    source: str | None
+    ref: str | None
+    aliases: tuple[str, ...] = ()
+    notes: str = ""
+
+
+def _entry(benchmark: str, name: str, info: dict) -> CatalogEntry:
+    if benchmark == "uea":
+        n_train, n_test = info.get("n_train"), info.get("n_test")
+        return CatalogEntry(
+            name=name,
+            benchmark=benchmark,
+            domain=info["domain"],
+            task="classification",
+            N=n_train + n_test if n_train is not None and n_test is not None else None,
+            C=info.get("C"),
+            L=info.get("L"),
+            n_classes=info.get("classes"),
+            source=UEA_SOURCE,
+            ref=UEA_REF,
+            notes="" if "L" in info else "L and split sizes differ between archive releases.",
+        )
+    return CatalogEntry(
+        name=name,
+        benchmark=benchmark,
+        domain=info["domain"],
+        task=info.get("task", "classification"),
+        N=info.get("N"),
+        C=info.get("C"),
+        L=info.get("L"),
+        n_classes=info.get("classes"),
+        source=info.get("source"),
+        ref=info.get("ref"),
+        aliases=tuple(info.get("aliases", ())),
+        notes=info.get("notes", ""),
+    )
+
+
+def _match(kind: str, value: str, known: list[str]) -> str:
+    for k in known:
+        if k.lower() == value.lower():
+            return k
+    raise DataError(f"unknown {kind} {value!r}; known {kind}s: {', '.join(known)}")
+
+
+def catalog(benchmark: str | None = None, domain: str | None = None) -> list[CatalogEntry]:
+    """Every dataset of both studies (UEA, MONSTER, the TIDES tasks), in benchmark order.
+
+    ``benchmark`` and ``domain`` filter (case-insensitive); an unknown value raises
+    :class:`DataError` naming the known ones.
+    """
+    entries = [
+        _entry(bench, name, info)
+        for bench, table in _CATALOGS.items()
+        for name, info in table.items()
+    ]
+    if benchmark is not None:
+        benchmark = _match("benchmark", benchmark, list(BENCHMARKS))
+        entries = [e for e in entries if e.benchmark == benchmark]
+    if domain is not None:
+        domains = sorted({info["domain"] for t in _CATALOGS.values() for info in t.values()})
+        domain = _match("domain", domain, domains)
+        entries = [e for e in entries if e.domain == domain]
+    return entries
 
 
 def known_datasets(benchmark: str) -> list[str]:
@@ -74,5 +401,9 @@ def known_datasets(benchmark: str) -> list[str]:
 
 
 def domain_of(benchmark: str, name: str, default: str = "Other") -> str:
-    """The catalog's domain of a dataset, ``default`` when the catalog lacks it."""
-    return _CATALOGS.get(benchmark, {}).get(name, {}).get("domain", default)
+    """The catalog's domain of a dataset (or of one of its aliases), ``default`` when the
+    catalog lacks it."""
+    table = _CATALOGS.get(benchmark, {})
+    if name not in table:
+        name = next((k for k, v in table.items() if name in v.get("aliases", ())), name)
+    return table.get(name, {}).get("domain", default)
