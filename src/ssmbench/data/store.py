@@ -7,6 +7,9 @@ to fit in memory. Fold handling hides the two schemes:
 * ``official_split`` (UEA): one official train/test split in ``test_indices_fold_0.txt``;
   fold ``k`` (any ``k >= 0``) is that split, trained with seed ``k``.
 * ``given_folds`` (MONSTER): ``test_indices_fold_{k}.txt`` for ``k < n_folds``.
+* ``fixed_test_sets`` (TIDES tasks): like ``official_split`` (fold 0 holds every test row);
+  ``meta["test_sets"]`` names the index file of each separate test set (one per Δ or
+  drop rate).
 
 ``stratified_validation_split`` draws the early-stopping validation set from the
 *training* rows of a fold only.
@@ -25,7 +28,9 @@ from ssmbench.data.errors import DataError
 
 REQUIRED_FILES = ("X.npy", "y.npy", "meta.json")
 REQUIRED_META = ("N", "C", "L", "task", "fold_scheme", "n_folds")
-FOLD_SCHEMES = ("official_split", "given_folds")
+FOLD_SCHEMES = ("official_split", "given_folds", "fixed_test_sets")
+#: schemes with a single test split that every fold k reuses (fold k = seed k)
+SINGLE_SPLIT_SCHEMES = ("official_split", "fixed_test_sets")
 
 
 class PreparedDataset:
@@ -64,7 +69,7 @@ class PreparedDataset:
                 f"{self.path / 'meta.json'}: fold_scheme {self.meta['fold_scheme']!r} is not "
                 f"one of {FOLD_SCHEMES}. Run the prepare step again."
             )
-        n_index_files = 1 if self.meta["fold_scheme"] == "official_split" else self.n_folds
+        n_index_files = 1 if self.meta["fold_scheme"] in SINGLE_SPLIT_SCHEMES else self.n_folds
         missing = [
             f"test_indices_fold_{k}.txt"
             for k in range(n_index_files)
@@ -88,10 +93,15 @@ class PreparedDataset:
                 f"{self.path / 'X.npy'}: dtype {X.dtype}, expected float32. Run the "
                 f"prepare step again."
             )
-        if y.shape != (N,):
+        # Classification: one label per row; regression may have a target per step (N, L).
+        if (
+            y.ndim == 0
+            or y.shape[0] != N
+            or (self.meta["task"] == "classification" and y.ndim != 1)
+        ):
             raise DataError(
-                f"{self.path / 'y.npy'}: shape {y.shape} but meta.json says N = {N}. "
-                f"The folder is inconsistent; run the prepare step again."
+                f"{self.path / 'y.npy'}: shape {y.shape} but meta.json says N = {N} "
+                f"({self.meta['task']}). The folder is inconsistent; run the prepare step again."
             )
         self._test_cache: dict[int, np.ndarray] = {}
 
@@ -132,8 +142,8 @@ class PreparedDataset:
         if isinstance(fold, bool) or not isinstance(fold, int | np.integer) or fold < 0:
             raise DataError(f"{self.path}: fold must be an integer >= 0, got {fold!r}.")
         fold = int(fold)
-        if self.meta["fold_scheme"] == "official_split":
-            k = 0  # one official split; fold k = that split trained with seed k
+        if self.meta["fold_scheme"] in SINGLE_SPLIT_SCHEMES:
+            k = 0  # one test split; fold k = that split trained with seed k
         else:
             if fold >= self.n_folds:
                 raise DataError(
