@@ -147,3 +147,25 @@ def test_settings_marker_dates_say_whether_a_record_is_current(params, tmp_path)
     sync_settings_marker(record, marker, changed)
     assert marker.stat().st_mtime > record.stat().st_mtime  # stale: rerun
     assert json.loads(marker.read_text())["settings"]["lr"] == 0.01
+
+
+def test_dataset_overrides_sit_between_benchmark_and_suite(params):
+    audio = job_spec(params, Job("monster", "AudioMNIST", "MS4N", 0), "default")
+    other = job_spec(params, Job("monster", "Pedestrian", "MS4N", 0), "default")
+    assert (audio["settings"]["batch_size"], other["settings"]["batch_size"]) == (64, 256)
+    assert other["settings"]["max_epochs"] == 200
+    params["benchmarks"]["monster"]["dataset_overrides"]["NoSuchSet"] = {"batch_size": 8}
+    with pytest.raises(ConfigError, match="dataset_overrides: 'NoSuchSet'"):
+        check_params(params)
+
+
+def test_monster_suite_sources_checked_before_jobs(params, tmp_path):
+    params["paths"]["raw"] = str(tmp_path / "raw")
+    params["suites"]["default"]["benchmarks"] = {"monster": ["Pedestrian"]}
+    check_suite_sources(params)  # online: the Hub can supply it
+    params["suites"]["default"]["overrides"] = {"offline": True}
+    with pytest.raises(ConfigError, match="Pedestrian is not fetched yet and offline"):
+        check_suite_sources(params)
+    params["suites"]["default"]["overrides"] = {"local_dir": str(tmp_path / "copy")}
+    with pytest.raises(ConfigError, match="neither"):
+        check_suite_sources(params)

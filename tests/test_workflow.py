@@ -159,3 +159,44 @@ def test_corrupt_ts_fails_its_dataset_only_and_leaves_no_record(tmp_path, shared
     assert not (project / "data" / "prepared" / "uea" / "BasicMotions").exists()
     assert (runs / "JapaneseVowels" / "MS4" / "fold0.json").is_file()
     assert not list(runs.rglob("*.tmp"))
+
+
+def test_monster_format_dataset_through_the_workflow(tmp_path):
+    """A MONSTER-format folder (local_dir, no network): fetch -> prepare -> train on its own
+    folds -> report with a MONSTER table and figure."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    n, name = 60, "Pedestrian"  # a catalogued MONSTER name; the content is synthetic
+    copy = tmp_path / "monster" / name
+    copy.mkdir(parents=True)
+    y = np.repeat([3, 7, 9], n // 3)
+    X = rng.normal(size=(n, 2, 24)).astype(np.float32) + y[:, None, None] / 9
+    np.save(copy / f"{name}_X.npy", X)
+    np.save(copy / f"{name}_y.npy", y)
+    for k, rows in enumerate(np.array_split(rng.permutation(n), 5)):
+        (copy / f"test_indices_fold_{k}.txt").write_text("\n".join(map(str, sorted(rows))) + "\n")
+
+    def monster_suite(params):
+        params["suite"] = "tiny"
+        params["suites"]["tiny"] = {
+            "benchmarks": {"monster": [name]},
+            "models": ["MS4N"],
+            "folds": [0, 3],
+            "overrides": {"max_epochs": 1, "local_dir": str(tmp_path / "monster"), "offline": True},
+        }
+
+    project = make_project(tmp_path / "proj", monster_suite)
+    run(["snakemake", "--cores", "2"], project, tool_env(project))
+    meta = json.loads((project / "data" / "prepared" / "monster" / name / "meta.json").read_text())
+    assert meta["fold_scheme"] == "given_folds" and meta["n_folds"] == 5
+    for fold in (0, 3):
+        record = project / "results" / "runs" / "monster" / name / "MS4N" / f"fold{fold}.json"
+        rec = json.loads(record.read_text())
+        test_rows = (copy / f"test_indices_fold_{fold}.txt").read_text().split()
+        assert rec["n_test"] == len(test_rows) and rec["n_train"] + rec["n_val"] == n - len(
+            test_rows
+        )
+        assert rec["batch_size"] == 256 and rec["max_epochs"] == 1
+    assert name in (project / "results" / "tables" / "monster_table.md").read_text()
+    assert (project / "figures" / "figure7_monster.png").stat().st_size > 1000

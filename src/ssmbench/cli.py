@@ -55,27 +55,25 @@ def cmd_grid(args) -> int:
 
 def cmd_fetch(args) -> int:
     from ssmbench.config import benchmark_settings
-    from ssmbench.data.uea import fetch_uea
+    from ssmbench.data.sources import fetch
 
     params = _params(args)
-    settings = benchmark_settings(params, args.benchmark)
+    settings = benchmark_settings(params, args.benchmark, dataset=args.dataset)
     raw_dir = Path(params["paths"]["raw"]) / args.benchmark
-    info = fetch_uea(
-        args.dataset,
-        raw_dir,
-        archive_dir=settings.get("archive_dir"),
-        download=settings.get("download", True),
-    )
+    info = fetch(args.dataset, raw_dir, settings)
     _log(f"fetched {args.benchmark}/{args.dataset} from {info.get('source')}: {json.dumps(info)}")
     return 0
 
 
 def cmd_prepare(args) -> int:
-    from ssmbench.data.uea import prepare_uea
+    from ssmbench.config import benchmark_settings
+    from ssmbench.data.sources import prepare
 
     params = _params(args)
+    settings = benchmark_settings(params, args.benchmark, dataset=args.dataset)
     raw_dir = Path(params["paths"]["raw"]) / args.benchmark
-    path = prepare_uea(args.dataset, raw_dir, Path(params["paths"]["prepared"]) / args.benchmark)
+    out_dir = Path(params["paths"]["prepared"]) / args.benchmark
+    path = prepare(args.dataset, raw_dir, out_dir, settings)
     meta = json.loads((path / "meta.json").read_text())
     _log(
         f"prepared {path}: N={meta['N']} C={meta['C']} L={meta['L']} classes={meta['n_classes']} "

@@ -109,6 +109,13 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
             validate_model_params(name, entry)
         except ValueError as exc:
             problems.append(f"models.{name}: {exc}")
+    for bname, bench_params in params["benchmarks"].items():
+        for ds in bench_params.get("dataset_overrides") or {}:
+            if ds not in bench_params["datasets"]:
+                problems.append(
+                    f"benchmarks.{bname}.dataset_overrides: {ds!r} is not one of "
+                    f"benchmarks.{bname}.datasets"
+                )
     for sname, suite in suites.items():
         for bench, datasets in suite.get("benchmarks", {}).items():
             if bench not in params["benchmarks"]:
@@ -130,7 +137,9 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
                     f"suites.{sname}.models: unknown model {model!r} "
                     f"(known: {', '.join(sorted(params.get('models', {})))})"
                 )
-        allowed = PROTOCOL_KEYS | set(next(iter(params["benchmarks"].values()), {}).keys())
+        allowed = PROTOCOL_KEYS | {
+            key for bench in params["benchmarks"].values() for key in bench
+        } - {"datasets", "dataset_overrides"}
         for key in suite.get("overrides", {}) or {}:
             if key not in allowed:
                 problems.append(
@@ -142,19 +151,18 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
 
 
 def check_suite_sources(params: dict, suite: str | None = None) -> None:
-    """Every dataset of the suite can be fetched: already fetched, in archive_dir, shipped
-    by aeon, or downloadable. Checked when the workflow starts, so a missing archive
-    folder with no network fails before any job runs. Raises ConfigError listing each."""
+    """Every dataset of the suite can be fetched: already fetched, in a local copy
+    (archive_dir / local_dir), shipped by aeon, or downloadable. Checked when the workflow
+    starts, so a missing local folder with no network fails before any job runs. Raises
+    ConfigError listing each."""
     from ssmbench.data.errors import DataError
-    from ssmbench.data.uea import PROVENANCE, locate_uea
+    from ssmbench.data.sources import check_available
 
     problems = []
     for bench, dataset in suite_datasets(params, suite):
-        settings = benchmark_settings(params, bench, suite)
-        if (Path(params["paths"]["raw"]) / bench / dataset / PROVENANCE).is_file():
-            continue
+        settings = benchmark_settings(params, bench, suite, dataset)
         try:
-            locate_uea(dataset, settings.get("archive_dir"), settings.get("download", True))
+            check_available(dataset, Path(params["paths"]["raw"]) / bench, settings)
         except DataError as exc:
             problems.append(str(exc))
     if problems:
@@ -181,12 +189,18 @@ def suite_datasets(params: dict, suite: str | None = None) -> list[tuple[str, st
     return sorted({(j.benchmark, j.dataset) for j in suite_grid(params, suite)})
 
 
-def benchmark_settings(params: dict, benchmark: str, suite: str | None = None) -> dict:
-    """Protocol + benchmark settings, with the suite's overrides applied last."""
+def benchmark_settings(
+    params: dict, benchmark: str, suite: str | None = None, dataset: str | None = None
+) -> dict:
+    """Protocol, then the benchmark's settings, then the dataset's own overrides (e.g.
+    MONSTER's AudioMNIST batch 64), then the suite's overrides, last wins."""
     name = suite or params["suite"]
     settings = copy.deepcopy(params["protocol"])
     settings.update(copy.deepcopy(params["benchmarks"][benchmark]))
     settings.pop("datasets", None)
+    per_dataset = settings.pop("dataset_overrides", None) or {}
+    if dataset is not None:
+        settings.update(copy.deepcopy(per_dataset.get(dataset) or {}))
     settings.update(copy.deepcopy(params["suites"][name].get("overrides") or {}))
     settings.setdefault("seed_base", 0)
     return settings
@@ -238,7 +252,7 @@ def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]
         "model": job.model,
         "fold": job.fold,
         "model_params": copy.deepcopy(params["models"][job.model]),
-        "settings": benchmark_settings(params, job.benchmark, suite),
+        "settings": benchmark_settings(params, job.benchmark, suite, job.dataset),
         "prepared_dir": str(Path(params["paths"]["prepared"]) / job.benchmark / job.dataset),
         "code": training_code_digest(),
     }

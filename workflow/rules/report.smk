@@ -1,4 +1,7 @@
-# aggregate -> tables -> figures, from the suite's run records.
+# aggregate -> tables -> figures, from the suite's run records: one table and one
+# Figure-7 panel set per benchmark of the suite, one Figure 8.
+
+SUITE_BENCHMARKS = sorted({job.benchmark for job in GRID})
 
 
 rule report:
@@ -8,9 +11,17 @@ rule report:
         metrics=f"{PATHS['results']}/metrics.csv",
         summary=f"{PATHS['results']}/summary.json",
         curves=f"{PATHS['results']}/curves.csv",
-        table=multiext(f"{PATHS['results']}/tables/uea_table", ".csv", ".md", ".tex"),
+        tables=expand(
+            f"{PATHS['results']}/tables/{{benchmark}}_table.{{ext}}",
+            benchmark=SUITE_BENCHMARKS,
+            ext=["csv", "md", "tex"],
+        ),
         figure7=report(
-            multiext(f"{PATHS['figures']}/figure7_uea", ".png", ".pdf"),
+            expand(
+                f"{PATHS['figures']}/figure7_{{benchmark}}.{{ext}}",
+                benchmark=SUITE_BENCHMARKS,
+                ext=["png", "pdf"],
+            ),
             caption="../report/figure7.rst",
             category="Figures",
         ),

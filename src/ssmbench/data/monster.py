@@ -1,0 +1,797 @@
+"""MONSTER (Monash Scalable Time Series Evaluation Repository) from the Hugging Face Hub.
+
+``fetch_monster`` puts the raw files of one dataset in ``<raw_dir>/<Name>/`` with a
+``provenance.json`` beside them; ``prepare_monster`` turns them into the prepared format of
+``docs/contracts.md`` without ever loading ``X`` into memory.
+
+The Hub dataset repo ``monster-monash/<Name>`` holds ``<Name>_X.npy`` (N, C, L),
+``<Name>_y.npy`` (N,) and ``test_indices_fold_{k}.txt`` for k = 0..4 (one row index a line).
+
+Where the files come from:
+
+1. ``local_dir`` (a folder already holding the files; no network): ``<local_dir>/<Name>/``
+   if it holds ``<Name>_X.npy``, else ``<local_dir>/`` itself (e.g. the target of
+   ``hf download monster-monash/<Name> --repo-type dataset --local-dir ...``). A
+   ``SHA256SUMS`` file (``sha256sum`` output) in ``<local_dir>/`` (paths ``<Name>/<file>``)
+   or in the dataset folder (bare file names) is checked when present. Files are hard-linked
+   into ``<raw_dir>/<Name>/`` when on the same filesystem, else copied.
+2. Offline (``offline=True``, or ``HF_HUB_OFFLINE=1``) without ``local_dir``: the files
+   already in ``<raw_dir>/<Name>/``; nothing else.
+3. The Hub, through ``huggingface_hub.hf_hub_download`` (endpoint ``HF_ENDPOINT``, default
+   https://huggingface.co). The first file's HEAD resolves ``revision`` to a commit and every
+   file is then downloaded at that commit, so the set is consistent even if the branch
+   moves meanwhile. Each file goes to a staging folder ``<raw_dir>/<Name>/.hub-download/``,
+   is checked against the checksum the Hub reports for it (``X-Linked-ETag``: the LFS
+   sha256; for a file kept in git, the ``ETag`` is its git blob sha1, checked as such), and
+   only when every file has passed are they renamed over the previous copies. A failed or
+   corrupt download therefore leaves the previous good copy (and its provenance) as it was.
+
+A fetch whose files are already in place with the checksums of ``provenance.json`` does
+nothing (no network), unless ``force`` or ``revision`` pins a commit other than the recorded
+one.
+
+Policies of ``prepare_monster`` (also written into each ``meta.json``):
+
+* **Values.** MONSTER data are used as given: no normalisation (``{"kind": "none"}``), no
+  padding (every series has length L). ``X`` becomes float32: a float32 C-order file is
+  hard-linked as the prepared ``X.npy`` (copied across filesystems); anything else (float64,
+  integers, Fortran order) is converted chunk of rows by chunk of rows.
+* **NaNs.** Any NaN or infinite value in ``X`` (or a float64 value beyond the float32 range)
+  makes preparation fail, naming the file and the count: we do not impute.
+* **Labels.** Class ids are ``0..K-1`` in sorted order of the original label values;
+  ``meta["classes"]`` holds those values as strings (as for UEA), ``meta["label_values"]``
+  as JSON numbers (or strings).
+* **Folds.** The five ``test_indices_fold_{k}.txt`` are copied verbatim after checking that
+  every index is an integer in ``[0, N)`` and that no fold repeats an index;
+  ``meta["folds_partition"]`` says whether the folds are disjoint and cover every row.
+
+Memory: ``X`` is read sequentially in chunks of about ``CHUNK_BYTES`` (hashing, scanning and
+converting in one pass), ``y`` and the index files likewise, so a many-GB dataset prepares
+with a small resident set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+from ssmbench.data.catalog import MONSTER_DATASETS, domain_of
+from ssmbench.data.errors import DataError
+from ssmbench.data.uea import _read_sums, _swap_into_place, sha256_file
+from ssmbench.io import atomic_write_json
+
+HUB_ORG = "monster-monash"
+N_FOLDS = 5
+PROVENANCE = "provenance.json"
+SUMS_FILE = "SHA256SUMS"
+STAGING = ".hub-download"
+#: bytes of X read (and converted) at a time by ``prepare_monster``
+CHUNK_BYTES = 32 << 20
+DEFAULT_ENDPOINT = "https://huggingface.co"
+NORMALISATION = {"kind": "none", "note": "MONSTER data are used as given (not normalised)"}
+NAN_POLICY = "reject: any NaN or infinite value in X is an error (we do not impute)"
+LENGTH_POLICY = "equal_length: MONSTER series all have length L, no padding"
+LABEL_POLICY = "class ids in sorted order of the original label values of <Name>_y.npy"
+
+_NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+_SHA1_RE = re.compile(r"[0-9a-f]{40}")
+
+
+# --------------------------------------------------------------------------- helpers
+def monster_files(name: str) -> list[str]:
+    """The raw file names of dataset ``name``, as in its Hub repo."""
+    return [f"{name}_X.npy", f"{name}_y.npy"] + [
+        f"test_indices_fold_{k}.txt" for k in range(N_FOLDS)
+    ]
+
+
+def repo_id_of(name: str) -> str:
+    return f"{HUB_ORG}/{name}"
+
+
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+        raise DataError(
+            f"MONSTER dataset name {name!r} is not a plain name (letters, digits, '.', '_', "
+            f"'-'). Fix the dataset name in params.yaml (e.g. 'LakeIce')."
+        )
+
+
+def _hub_offline() -> bool:
+    """``HF_HUB_OFFLINE`` as huggingface_hub saw it at import, or as set now."""
+    value = os.environ.get("HF_HUB_OFFLINE", "").strip().upper()
+    if value in {"1", "ON", "YES", "TRUE"}:
+        return True
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return False
+    return bool(constants.is_offline_mode())
+
+
+def _hub_version() -> str | None:
+    try:
+        import huggingface_hub
+
+        return huggingface_hub.__version__
+    except ImportError:
+        return None
+
+
+def _hash_file(path: Path) -> tuple[str, str]:
+    """(sha256, git blob sha1) of a file, in one pass."""
+    h256 = hashlib.sha256()
+    h1 = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h256.update(chunk)
+            h1.update(chunk)
+    return h256.hexdigest(), h1.hexdigest()
+
+
+def _existing_provenance(dest: Path, name: str) -> dict | None:
+    """The recorded provenance if every raw file is there with its recorded checksum."""
+    prov_path = dest / PROVENANCE
+    if not prov_path.is_file():
+        return None
+    try:
+        prov = json.loads(prov_path.read_text(encoding="utf-8"))
+        recorded = prov["raw_files"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    for fname in monster_files(name):
+        path = dest / fname
+        rel = f"{name}/{fname}"
+        if rel not in recorded or not path.is_file():
+            return None
+        sizes = prov.get("sizes") or {}
+        if rel in sizes and path.stat().st_size != sizes[rel]:
+            return None
+        if sha256_file(path) != recorded[rel]:
+            return None
+    return prov
+
+
+def _fits_request(prov: dict, revision: str, local_dir) -> bool:
+    """Whether a complete recorded fetch satisfies this request without fetching again."""
+    if local_dir is not None:
+        return True  # same checksums: copying the same bytes again would change nothing
+    pinned = _SHA1_RE.fullmatch(str(revision).lower()) is not None
+    return not (pinned and prov.get("source") == "hub" and prov.get("revision") != revision)
+
+
+def _write_provenance(dest: Path, prov: dict) -> dict:
+    atomic_write_json(dest / PROVENANCE, prov, sort_keys=False)
+    return prov
+
+
+def _install(staged: dict[str, Path], dest: Path) -> None:
+    """Rename the verified files over the old ones; the old provenance goes first, since it
+    no longer describes the folder while files are swapped."""
+    (dest / PROVENANCE).unlink(missing_ok=True)
+    for fname, path in staged.items():
+        os.replace(path, dest / fname)
+
+
+# --------------------------------------------------------------------------- local_dir
+def locate_local(name: str, local_dir: str | os.PathLike) -> Path:
+    """The folder of ``local_dir`` that holds ``name``'s files: ``<local_dir>/<name>/`` or
+    ``<local_dir>/``. Raises DataError naming what is missing."""
+    root = Path(local_dir)
+    for folder in (root / name, root):
+        if (folder / f"{name}_X.npy").is_file():
+            missing = [f for f in monster_files(name) if not (folder / f).is_file()]
+            if missing:
+                raise DataError(
+                    f"MONSTER dataset {name}: {folder} lacks {', '.join(missing)}. Put all of "
+                    f"{', '.join(monster_files(name))} there (as in the Hub repo "
+                    f"{repo_id_of(name)})."
+                )
+            return folder
+    raise DataError(
+        f"MONSTER dataset {name}: local_dir is {root} but neither {root / name} nor {root} "
+        f"holds {name}_X.npy. Put the Hub repo's files in {root / name}/, or unset local_dir "
+        f"to download from the Hub."
+    )
+
+
+def _local_sums(root: Path, folder: Path, name: str) -> tuple[dict[str, str], str | None]:
+    expected: dict[str, str] = {}
+    used = []
+    for sums_path, prefix in ((root / SUMS_FILE, f"{name}/"), (folder / SUMS_FILE, "")):
+        if not sums_path.is_file():
+            continue
+        sums = _read_sums(sums_path)
+        for fname in monster_files(name):
+            if prefix + fname in sums:
+                expected[fname] = sums[prefix + fname]
+                used.append(str(sums_path))
+    return expected, (", ".join(sorted(set(used))) or None)
+
+
+def _link_or_copy(src: Path, dst: Path) -> str:
+    """Hard-link ``src`` to ``dst``, or copy it (chunked) across filesystems; returns how."""
+    try:
+        os.link(src, dst)
+        return "hardlink"
+    except OSError:
+        shutil.copyfile(src, dst)  # chunked (sendfile / copy_file_range), small memory
+        return "copy"
+
+
+def _fetch_local(name: str, dest: Path, root: Path, folder: Path) -> dict:
+    expected, sums_used = _local_sums(root, folder, name)
+    dest.mkdir(parents=True, exist_ok=True)
+    staged: dict[str, Path] = {}
+    raw_files, sizes, verified = {}, {}, {}
+    try:
+        for fname in monster_files(name):
+            src = folder / fname
+            if src.resolve() == (dest / fname).resolve():
+                tmp = src  # the files are already in place (offline adoption)
+            else:
+                tmp = dest / f".{fname}.tmp-{uuid.uuid4().hex}"
+                try:
+                    _link_or_copy(src, tmp)
+                except OSError as e:
+                    raise DataError(f"{src}: could not copy it to {dest} ({e}).") from e
+                staged[fname] = tmp
+            digest = sha256_file(tmp)
+            if fname in expected and digest != expected[fname]:
+                raise DataError(
+                    f"{src}: sha256 {digest} does not match {expected[fname]} listed in "
+                    f"{sums_used}. The file is corrupt or a different version; replace it "
+                    f"(the previous copy in {dest}, if any, was kept)."
+                )
+            raw_files[f"{name}/{fname}"] = digest
+            sizes[f"{name}/{fname}"] = tmp.stat().st_size
+            verified[fname] = "SHA256SUMS" if fname in expected else None
+        _install(staged, dest)
+    finally:
+        for tmp in staged.values():
+            tmp.unlink(missing_ok=True)
+    return {
+        "dataset": name,
+        "source": "local_dir",
+        "repo_id": repo_id_of(name),
+        "revision": None,
+        "revision_requested": None,
+        "source_url": str(folder.resolve()),
+        "raw_files": raw_files,
+        "sizes": sizes,
+        "verified": verified,
+        "verified_against": sums_used,
+        "huggingface_hub_version": _hub_version(),
+        "fetched": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+# --------------------------------------------------------------------------- the Hub
+def _hub_error(name: str, fname: str, revision: str, endpoint: str, e: Exception) -> DataError:
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        RemoteEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    repo = repo_id_of(name)
+    if isinstance(e, RepositoryNotFoundError | GatedRepoError):
+        hint = (
+            f"the dataset repo {repo} does not exist on {endpoint} (or needs a token). "
+            f"Check the dataset name in params.yaml"
+        )
+    elif isinstance(e, RevisionNotFoundError):
+        hint = f"revision {revision!r} does not exist in {repo}. Fix the revision in params.yaml"
+    elif isinstance(e, RemoteEntryNotFoundError):
+        hint = f"{repo} has no file {fname} at revision {revision!r}. Check the dataset name"
+    else:
+        hint = (
+            f"the download from {endpoint} failed. Check the network (and HF_ENDPOINT), then "
+            f"run the fetch again; without network, put the files in a folder and set "
+            f"local_dir (<local_dir>/{name}/{fname}, ...)"
+        )
+    return DataError(
+        f"MONSTER dataset {name}: {fname}: {hint}. ({type(e).__name__}: {e}) The previous "
+        f"copy in the raw folder, if any, was kept."
+    )
+
+
+def _fetch_hub(name: str, dest: Path, revision: str, endpoint: str | None) -> dict:
+    try:
+        from huggingface_hub import constants as hub_constants
+        from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+    except ImportError as e:
+        raise DataError(
+            f"MONSTER dataset {name}: downloading needs huggingface_hub ({e}). Install the "
+            f"pinned dependencies (pip install -e .) or set local_dir."
+        ) from e
+    endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or hub_constants.ENDPOINT).rstrip("/")
+    repo = repo_id_of(name)
+    staging = dest / STAGING
+    staging.mkdir(parents=True, exist_ok=True)
+    commit: str | None = None
+    staged: dict[str, Path] = {}
+    raw_files, sizes, verified = {}, {}, {}
+    for fname in monster_files(name):
+        rev = commit or revision
+        try:
+            url = hf_hub_url(repo, fname, repo_type="dataset", revision=rev, endpoint=endpoint)
+            md = get_hf_file_metadata(url, endpoint=endpoint)
+            if md.commit_hash is None:
+                raise DataError(
+                    f"MONSTER dataset {name}: {url} answered without an X-Repo-Commit header: "
+                    f"{endpoint} is not a Hugging Face Hub endpoint. Fix HF_ENDPOINT."
+                )
+            commit = commit or md.commit_hash
+            path = Path(
+                hf_hub_download(
+                    repo_id=repo,
+                    repo_type="dataset",
+                    filename=fname,
+                    revision=commit,
+                    local_dir=staging,
+                    endpoint=endpoint,
+                )
+            )
+        except DataError:
+            raise
+        except Exception as e:  # HfHubHTTPError, httpx errors, OSError (size check), ...
+            raise _hub_error(name, fname, rev, endpoint, e) from e
+        sha256, sha1 = _hash_file(path)
+        etag = (md.etag or "").lower()
+        if _SHA256_RE.fullmatch(etag):
+            kind, ok = "sha256 (X-Linked-ETag)", sha256 == etag
+        elif _SHA1_RE.fullmatch(etag):
+            kind, ok = "git blob sha1 (ETag)", sha1 == etag
+        else:
+            kind, ok = None, True
+        if not ok:
+            path.unlink(missing_ok=True)
+            raise DataError(
+                f"MONSTER dataset {name}: {fname} downloaded from {url} has sha256 {sha256} "
+                f"(git sha1 {sha1}) but the Hub reports {kind} {etag}. The transfer was "
+                f"corrupted; run the fetch again. The previous copy in {dest}, if any, was kept."
+            )
+        staged[fname] = path
+        raw_files[f"{name}/{fname}"] = sha256
+        sizes[f"{name}/{fname}"] = path.stat().st_size
+        verified[fname] = kind
+    _install(staged, dest)
+    shutil.rmtree(staging, ignore_errors=True)
+    return {
+        "dataset": name,
+        "source": "hub",
+        "repo_id": repo,
+        "revision": commit,
+        "revision_requested": revision,
+        "source_url": f"{endpoint}/datasets/{repo}/tree/{commit}",
+        "raw_files": raw_files,
+        "sizes": sizes,
+        "verified": verified,
+        "verified_against": "the Hub's ETag / X-Linked-ETag of each file",
+        "huggingface_hub_version": _hub_version(),
+        "fetched": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+# --------------------------------------------------------------------------- fetch
+def fetch_monster(
+    name: str,
+    raw_dir: str | os.PathLike,
+    revision: str = "main",
+    local_dir: str | os.PathLike | None = None,
+    offline: bool = False,
+    *,
+    force: bool = False,
+    endpoint: str | None = None,
+) -> dict:
+    """Put ``<raw_dir>/<name>/`` (the Hub repo's 7 files + ``provenance.json``) in place.
+
+    Returns the provenance ``{dataset, source ("hub" | "local_dir"), repo_id, revision (the
+    resolved commit, when known), source_url, raw_files {"<name>/<file>": sha256}, sizes,
+    verified, fetched, ...}``, also written to ``<raw_dir>/<name>/provenance.json``. See the
+    module docstring for the sources and their order. ``endpoint`` overrides ``HF_ENDPOINT``.
+    """
+    _check_name(name)
+    raw_dir = Path(raw_dir)
+    dest = raw_dir / name
+
+    existing = _existing_provenance(dest, name)
+    if existing is not None and not force and _fits_request(existing, revision, local_dir):
+        return existing
+
+    if local_dir is not None:
+        root = Path(local_dir)
+        prov = _fetch_local(name, dest, root, locate_local(name, root))
+        return _write_provenance(dest, prov)
+
+    if offline or _hub_offline():
+        if existing is not None and _fits_request(existing, revision, None):
+            return existing  # offline, nothing to fetch again from: the verified copy stands
+        if existing is not None:
+            raise DataError(
+                f"MONSTER dataset {name}: {dest} holds revision {existing.get('revision')} but "
+                f"revision {revision} is requested, and the Hub cannot be reached offline. Go "
+                f"online (unset HF_HUB_OFFLINE / offline) or request the recorded revision."
+            )
+        present = [f for f in monster_files(name) if (dest / f).is_file()]
+        if len(present) == len(monster_files(name)) and not (dest / PROVENANCE).exists():
+            # Files put in the raw folder by hand: adopt them as they are.
+            prov = _fetch_local(name, dest, raw_dir, dest)
+            return _write_provenance(dest, prov)
+        state = (
+            f"{dest} does not match its {PROVENANCE} (changed or damaged files)"
+            if (dest / PROVENANCE).exists()
+            else f"{dest} has only {len(present)} of its {len(monster_files(name))} files"
+        )
+        raise DataError(
+            f"MONSTER dataset {name} is not available offline: {state}. Set local_dir "
+            f"(benchmarks.monster.local_dir in params.yaml) to a folder holding "
+            f"{name}/{name}_X.npy, {name}_y.npy and test_indices_fold_0..4.txt, or go "
+            f"online (unset HF_HUB_OFFLINE / offline) to download {repo_id_of(name)}."
+        )
+
+    prov = _fetch_hub(name, dest, revision, endpoint)
+    return _write_provenance(dest, prov)
+
+
+# --------------------------------------------------------------------------- .npy reading
+def _npy_header(path: Path) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+    """(shape, fortran_order, dtype, data offset) of a .npy file, checked against its size."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            offset = f.tell()
+    except (ValueError, OSError, EOFError) as e:
+        raise DataError(
+            f"{path}: not a readable .npy file ({e}). The file is corrupt or truncated; "
+            f"fetch it again (fetch_monster(..., force=True))."
+        ) from e
+    if dtype.hasobject:
+        raise DataError(f"{path}: holds Python objects (dtype {dtype}); expected numbers.")
+    expected = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    actual = path.stat().st_size
+    if actual != expected:
+        raise DataError(
+            f"{path}: {actual} bytes but its header (shape {shape}, dtype {dtype}) needs "
+            f"{expected}. The file is truncated or corrupt; fetch it again "
+            f"(fetch_monster(..., force=True))."
+        )
+    return tuple(int(s) for s in shape), bool(fortran), dtype, offset
+
+
+def _write_npy(path: Path, shape: tuple[int, ...], dtype, chunks) -> None:
+    """Write a C-order .npy from an iterator of arrays (consecutive rows), sequentially.
+
+    Plain writes rather than ``np.lib.format.open_memmap``: pages written through a memory
+    map count in the process's resident set until they are evicted; these do not.
+    """
+    dtype = np.dtype(dtype)
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
+    rows = 0
+    with open(path, "wb") as f:
+        _write_header(f, header)
+        for chunk in chunks:
+            chunk = np.ascontiguousarray(chunk, dtype=dtype)
+            f.write(chunk.data)
+            rows += chunk.shape[0]
+        f.flush()
+        os.fsync(f.fileno())
+    if rows != shape[0]:
+        raise DataError(f"{path}: wrote {rows} rows, expected {shape[0]} (internal error).")
+
+
+def _write_header(f, header: dict) -> None:
+    try:
+        np.lib.format.write_array_header_1_0(f, header)
+    except ValueError:  # header too long for format 1.0
+        np.lib.format.write_array_header_2_0(f, header)
+
+
+def _row_chunks(n_rows: int, row_bytes: int, chunk_rows: int | None):
+    step = chunk_rows or max(1, CHUNK_BYTES // max(1, row_bytes))
+    for start in range(0, n_rows, step):
+        yield start, min(n_rows, start + step)
+
+
+def _scan_x(path: Path, hdr, out: Path | None, chunk_rows: int | None) -> tuple[str, dict]:
+    """One pass over ``X``: its sha256, counts of non-finite values, and (with ``out``) a
+    float32 C-order copy written chunk by chunk. Never holds more than a chunk."""
+    shape, fortran, dtype, offset = hdr
+    N = shape[0]
+    row_items = int(np.prod(shape[1:], dtype=np.int64))
+    counts = {"nan": 0, "inf": 0, "overflow": 0}
+    is_float = dtype.kind == "f"
+
+    def check(a: np.ndarray) -> np.ndarray:
+        if is_float:
+            bad = ~np.isfinite(a)
+            n_bad = int(np.count_nonzero(bad))
+            if n_bad:
+                n_nan = int(np.count_nonzero(np.isnan(a)))
+                counts["nan"] += n_nan
+                counts["inf"] += n_bad - n_nan
+        if out is None:
+            return a
+        with np.errstate(over="ignore"):  # counted below
+            conv = a.astype(np.float32)
+        if is_float and dtype.itemsize > 4:
+            n_conv_bad = int(np.count_nonzero(~np.isfinite(conv)))
+            counts["overflow"] += n_conv_bad - int(np.count_nonzero(~np.isfinite(a)))
+        return conv
+
+    if fortran:  # rare: hash the file, then read rows through a memory map
+        digest = sha256_file(path)
+        mm = np.load(path, mmap_mode="r", allow_pickle=False)
+
+        def chunks():
+            for s, e in _row_chunks(N, row_items * dtype.itemsize, chunk_rows):
+                yield check(np.array(mm[s:e]))
+
+        if out is None:
+            for _ in chunks():
+                pass
+        else:
+            _write_npy(out, shape, np.float32, chunks())
+        del mm
+        return digest, counts
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        h.update(f.read(offset))
+
+        def chunks():
+            buf = None
+            for s, e in _row_chunks(N, row_items * dtype.itemsize, chunk_rows):
+                nbytes = (e - s) * row_items * dtype.itemsize
+                if buf is None or len(buf) < nbytes:
+                    buf = bytearray(nbytes)
+                view = memoryview(buf)[:nbytes]
+                got = f.readinto(view)
+                if got != nbytes:
+                    raise DataError(f"{path}: ended early at row {s} (truncated); fetch it again.")
+                h.update(view)
+                a = np.frombuffer(view, dtype=dtype).reshape((e - s,) + shape[1:])
+                yield check(a)
+
+        if out is None:
+            for _ in chunks():
+                pass
+        else:
+            _write_npy(out, shape, np.float32, chunks())
+    return h.hexdigest(), counts
+
+
+def _labels(path: Path, N: int, out: Path, chunk_rows: int | None) -> tuple[list, int]:
+    """Map ``y`` to int64 ids 0..K-1 (sorted label order) into ``out``; return the labels."""
+    shape, _, dtype, _ = _npy_header(path)
+    if shape != (N,):
+        raise DataError(
+            f"{path}: shape {shape} but X has N = {N} rows; expected ({N},). The files are "
+            f"from different datasets or versions; fetch again."
+        )
+    if dtype.kind not in "biufUS":
+        raise DataError(f"{path}: dtype {dtype} cannot hold class labels.")
+    y = np.load(path, mmap_mode="r", allow_pickle=False)
+    spans = list(_row_chunks(N, dtype.itemsize, chunk_rows))
+    classes = None
+    for s, e in spans:
+        part = np.asarray(y[s:e])
+        if dtype.kind == "f" and not np.isfinite(part).all():
+            raise DataError(f"{path}: NaN or infinite labels (rows {s}..{e - 1}); fetch again.")
+        u = np.unique(part)
+        classes = u if classes is None else np.union1d(classes, u)
+    if classes is None or classes.size == 0:
+        raise DataError(f"{path}: no labels.")
+    _write_npy(
+        out,
+        (N,),
+        np.int64,
+        (np.searchsorted(classes, np.asarray(y[s:e])).astype(np.int64) for s, e in spans),
+    )
+    del y
+    return [v.item() for v in classes], int(classes.size)
+
+
+def _check_fold(path: Path, N: int, seen: np.ndarray) -> int:
+    """Check one index file (integers in [0, N), no repeats); add it to ``seen`` (counts per
+    row over the folds); return its size."""
+    mask = np.zeros(N, dtype=bool)
+    size = 0
+    with open(path, encoding="utf-8") as f:
+        lines: list[str] = []
+        lineno = 0
+        for line in f:
+            lineno += 1
+            if line.strip():
+                lines.append(line)
+            if len(lines) >= 1_000_000:
+                size += _mark(path, lines, lineno, N, mask)
+                lines = []
+        size += _mark(path, lines, lineno, N, mask)
+    if size == 0:
+        raise DataError(f"{path}: empty test set. Fetch the dataset again.")
+    seen += mask
+    return size
+
+
+def _mark(path: Path, lines: list[str], lineno: int, N: int, mask: np.ndarray) -> int:
+    if not lines:
+        return 0
+    try:
+        idx = np.fromiter((int(s) for s in lines), dtype=np.int64, count=len(lines))
+    except ValueError as e:
+        raise DataError(
+            f"{path}: expected one integer row index per line ({e}; before line {lineno}). "
+            f"Fetch the dataset again."
+        ) from e
+    if idx.min() < 0 or idx.max() >= N:
+        raise DataError(
+            f"{path}: index out of range [0, {N}) ({idx.min()}..{idx.max()}). The index "
+            f"file does not belong to this X; fetch the dataset again."
+        )
+    if np.unique(idx).size != idx.size or mask[idx].any():
+        raise DataError(f"{path}: repeats a row index. Fetch the dataset again.")
+    mask[idx] = True
+    return int(idx.size)
+
+
+# --------------------------------------------------------------------------- prepare
+def prepare_monster(
+    name: str,
+    raw_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    chunk_rows: int | None = None,
+) -> Path:
+    """Prepare ``<raw_dir>/<name>/`` into ``<out_dir>/<name>/``; return that folder.
+
+    ``out_dir`` is the benchmark's prepared folder (e.g. ``data/prepared/monster``). The
+    dataset folder is written under a temporary name beside it and renamed into place.
+    ``chunk_rows`` (default: about ``CHUNK_BYTES`` of X per chunk) is the number of rows
+    read at a time.
+    """
+    _check_name(name)
+    if chunk_rows is not None and (not isinstance(chunk_rows, int) or chunk_rows < 1):
+        raise DataError(
+            f"prepare_monster: chunk_rows must be a positive integer, not {chunk_rows!r}."
+        )
+    src = Path(raw_dir) / name
+    out_dir = Path(out_dir)
+    files = monster_files(name)
+    for fname in files:
+        if not (src / fname).is_file():
+            raise DataError(
+                f"{src / fname}: missing. Run the fetch step (fetch_monster) for {name} first."
+            )
+    x_path, y_path = src / files[0], src / files[1]
+    fold_paths = [src / f for f in files[2:]]
+
+    prov_path = src / PROVENANCE
+    try:
+        prov = json.loads(prov_path.read_text(encoding="utf-8")) if prov_path.is_file() else {}
+        recorded = dict(prov.get("raw_files") or {})
+    except (ValueError, TypeError, AttributeError) as e:
+        raise DataError(
+            f"{prov_path}: not a valid provenance record ({e}). Fetch {name} again "
+            f"(fetch_monster(..., force=True))."
+        ) from e
+
+    hdr = _npy_header(x_path)
+    shape, fortran, dtype, _ = hdr
+    if len(shape) != 3 or min(shape) < 1:
+        raise DataError(f"{x_path}: shape {shape}; expected a non-empty (N, C, L) array.")
+    if dtype.kind not in "biuf":
+        raise DataError(f"{x_path}: dtype {dtype}; expected floating-point (or integer) values.")
+    N, C, L = shape
+    link = dtype == np.dtype(np.float32) and not fortran
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / name
+    tmp = out_dir / f".{name}.tmp-{uuid.uuid4().hex}"
+    try:
+        tmp.mkdir()  # default permissions (mkdtemp's 0700 would stick to the result)
+        x_sha, bad = _scan_x(x_path, hdr, None if link else tmp / "X.npy", chunk_rows)
+        raw_files = {f"{name}/{files[0]}": x_sha}
+        raw_files.update({f"{name}/{f}": sha256_file(src / f) for f in files[1:]})
+        for rel, digest in raw_files.items():
+            if rel in recorded and recorded[rel] != digest:
+                raise DataError(
+                    f"{src / Path(rel).name}: sha256 {digest} differs from the one recorded in "
+                    f"{prov_path} at fetch time. The raw file changed; fetch it again "
+                    f"(fetch_monster(..., force=True))."
+                )
+        if bad["nan"] or bad["inf"]:
+            raise DataError(
+                f"{x_path}: {bad['nan']} NaN and {bad['inf']} infinite value(s). MONSTER data "
+                f"are used as given and we do not impute; fetch the file again or report it."
+            )
+        if bad["overflow"]:
+            raise DataError(
+                f"{x_path}: {bad['overflow']} value(s) beyond the float32 range; they cannot "
+                f"be stored as float32."
+            )
+        x_storage = f"converted from {dtype}{' (Fortran order)' if fortran else ''}"
+        if link:
+            x_storage = _link_or_copy(x_path, tmp / "X.npy")
+
+        classes, K = _labels(y_path, N, tmp / "y.npy", chunk_rows)
+
+        seen = np.zeros(N, dtype=np.uint8)
+        fold_sizes = []
+        for p in fold_paths:
+            fold_sizes.append(_check_fold(p, N, seen))
+            shutil.copyfile(p, tmp / p.name)
+        partition = bool((seen == 1).all())
+
+        from ssmbench import __version__
+
+        meta = {
+            "name": name,
+            "benchmark": "monster",
+            "domain": domain_of("monster", name),
+            "task": "classification",
+            "N": N,
+            "C": C,
+            "L": L,
+            "n_classes": K,
+            "classes": [str(c) for c in classes],
+            "label_values": classes,
+            "label_policy": LABEL_POLICY,
+            "header_class_values": None,
+            "n_train": None,
+            "n_test": None,
+            "fold_sizes": fold_sizes,
+            "folds_partition": partition,
+            "fold_scheme": "given_folds",
+            "n_folds": N_FOLDS,
+            "source": prov.get("source", "raw_dir"),
+            "source_url": prov.get("source_url", str(src.resolve())),
+            "repo_id": prov.get("repo_id", repo_id_of(name)),
+            "revision": prov.get("revision"),
+            "raw_files": raw_files,
+            "raw_x_dtype": str(dtype),
+            "x_storage": x_storage,
+            "length_policy": LENGTH_POLICY,
+            "min_length": L,
+            "max_length": L,
+            "nan_policy": NAN_POLICY,
+            "n_padding_nan": 0,
+            "normalisation": dict(NORMALISATION),
+            "catalog_differences": _catalog_differences(name, N, C, L, K),
+            "prepared_with": __version__,
+            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        _swap_into_place(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _catalog_differences(name: str, N: int, C: int, L: int, K: int) -> list[str]:
+    """Where the data disagree with the catalog's N, C, L, classes (informative only)."""
+    info = MONSTER_DATASETS.get(name)
+    if info is None:
+        return []
+    got = {"N": N, "C": C, "L": L, "classes": K}
+    return [
+        f"{k}: catalog {info[k]}, data {v}"
+        for k, v in got.items()
+        if info.get(k) is not None and info[k] != v
+    ]
