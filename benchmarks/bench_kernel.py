@@ -75,13 +75,13 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="only L=1000, fewer steps")
     ap.add_argument("--threads", type=int, default=None, help="torch intra-op threads")
     ap.add_argument(
-        "--system-malloc",
+        "--fast-malloc",
         action="store_true",
-        help="keep glibc's default malloc settings instead of the training jobs' ones",
+        help="run under ssmbench.train.MALLOC_ENV (as `ssmbench train --fast-malloc`)",
     )
     args = ap.parse_args()
-    if not args.system_malloc:
-        restart_with_malloc_env(sys.argv)  # measure the step as `ssmbench train` runs it
+    if args.fast_malloc:
+        restart_with_malloc_env(sys.argv)
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -90,7 +90,7 @@ def main() -> None:
     print(
         f"MS4N train step, B={BATCH} C={C} K={K} H={H} N={N}, "
         f"torch {torch.__version__}, threads={torch.get_num_threads()}, "
-        f"malloc={'system default' if args.system_malloc else 'as in ssmbench train (MALLOC_ENV)'}"
+        f"malloc={'MALLOC_ENV (--fast-malloc)' if args.fast_malloc else 'glibc default'}"
     )
     print(
         f"{'L':>6} {'ours s/step':>12} {'naive s/step':>13} {'ours/naive':>11}"

@@ -85,8 +85,8 @@ def cmd_prepare(args) -> int:
 def cmd_train(args) -> int:
     from ssmbench.train import restart_with_malloc_env
 
-    # Before torch is imported: the re-executed process pays the imports once.
-    restart_with_malloc_env(["-m", "ssmbench.cli", *sys.argv[1:]])
+    if args.fast_malloc:  # before torch is imported: the re-executed process pays it once
+        restart_with_malloc_env(["-m", "ssmbench.cli", *sys.argv[1:]])
     from ssmbench.config import Job, job_spec
     from ssmbench.train.protocol import run_job
 
@@ -195,6 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--record", help="record path (default: the contract's path under paths.runs)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-epochs", type=int, default=None, help="cap epochs (smoke tests only)")
+    p.add_argument(
+        "--fast-malloc",
+        action="store_true",
+        help="keep large freed buffers in the heap: faster long sequences, higher peak memory "
+        "(see ssmbench.train.MALLOC_ENV)",
+    )
     p.set_defaults(func=cmd_train)
     sub.add_parser("report", help="metrics.csv, summary.json, tables, figures").set_defaults(
         func=cmd_report

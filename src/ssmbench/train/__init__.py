@@ -1,12 +1,12 @@
 """The training protocol (protocol.py) and run records (records.py)."""
 
-# glibc malloc settings for training processes. Tensors above 32 MB (long sequences:
-# a (64, 64, 10000) complex FFT buffer is 330 MB) are otherwise mmap'ed and unmapped on
-# every step, and the page faults that re-zero them cost more than the arithmetic:
-# an MS4N step at B=64, L=10,000 took 4.2 s with the defaults and 1.9 s with these
-# (benchmarks/bench_kernel.py on 2 CPU cores). Keeping freed memory in the heap does not
-# raise the peak, which the largest step sets anyway. `ssmbench train` and the
-# kernel benchmark run under them (`restart_with_malloc_env`).
+# Optional glibc malloc settings for training processes (`ssmbench train --fast-malloc`).
+# Tensors above 32 MB (long sequences: a (64, 64, 10000) complex FFT buffer is 330 MB) are
+# otherwise mmap'ed and unmapped on every step, and re-faulting their pages costs more
+# than the arithmetic: an MS4N step at B=64, L=10,000 took 4.2 s with glibc's defaults and
+# 1.9 s with these (benchmarks/bench_kernel.py, 2 cores). The price is memory: freed
+# blocks stay in a fragmented heap, and at B=256, L=1,000 the training peak went from
+# 1.27 GiB to 2.4 GiB (benchmarks/bench_scale.py). So it is off by default.
 MALLOC_ENV = {
     "MALLOC_MMAP_MAX_": "0",
     "MALLOC_TRIM_THRESHOLD_": str(64 * 2**30),
