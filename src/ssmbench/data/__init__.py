@@ -1,7 +1,10 @@
 """Datasets: fetching raw files, preparing them in the common format, opening them.
 
 * :mod:`ssmbench.data.catalog` — what is known about each dataset (domain, shape, size).
+* :mod:`ssmbench.data.sources` — fetch / prepare / pre-flight check, by benchmark source.
 * :mod:`ssmbench.data.uea` — the UEA archive: :func:`fetch_uea`, :func:`prepare_uea`.
+* :mod:`ssmbench.data.monster` — MONSTER from the Hugging Face Hub or a local copy.
+* :mod:`ssmbench.data.synthetic` — TIDES' Fading Flash and the drop-rate variant.
 * :mod:`ssmbench.data.store` — the prepared format (``docs/contracts.md``):
   :class:`PreparedDataset` and :func:`stratified_validation_split`.
 """
