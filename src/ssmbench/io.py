@@ -1,4 +1,4 @@
-"""Atomic file writes, used by every part that writes a result.
+"""Atomic file and folder writes, used by every part that writes a result.
 
 Write a temporary sibling (a dot name ending in .tmp, so no reader's pattern matches it),
 fsync it, then `os.replace` it over the target: the target is either the old complete
@@ -7,10 +7,13 @@ file or the new complete file, never half of one. On any error the temporary is 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import tempfile
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -50,3 +53,37 @@ def _json_default(value):
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+def swap_into_place(tmp: Path, target: Path) -> None:
+    """Rename the finished folder `tmp` to `target`, replacing an old one safely: the old
+    folder is renamed away first and put back if the rename fails, deleted after."""
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex}")
+        os.rename(target, old)
+    try:
+        os.rename(tmp, target)
+    except OSError:
+        if old is not None:
+            os.rename(old, target)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def atomic_folder(target: str | os.PathLike) -> Iterator[Path]:
+    """Build a folder in a hidden temporary sibling of `target` (yielded); when the block
+    ends without error it replaces `target`, otherwise it is removed. A prepared dataset
+    thus exists complete or not at all."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
+    tmp.mkdir()  # default permissions (mkdtemp's 0700 would stick to the result)
+    try:
+        yield tmp
+        swap_into_place(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

@@ -65,8 +65,8 @@ import numpy as np
 
 from ssmbench.data.catalog import MONSTER_DATASETS, domain_of
 from ssmbench.data.errors import DataError
-from ssmbench.data.uea import _read_sums, _swap_into_place, sha256_file
-from ssmbench.io import atomic_write_json
+from ssmbench.data.uea import _read_sums, sha256_file
+from ssmbench.io import atomic_folder, atomic_write_json
 
 HUB_ORG = "monster-monash"
 N_FOLDS = 5
@@ -702,9 +702,7 @@ def prepare_monster(
 
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / name
-    tmp = out_dir / f".{name}.tmp-{uuid.uuid4().hex}"
-    try:
-        tmp.mkdir()  # default permissions (mkdtemp's 0700 would stick to the result)
+    with atomic_folder(target) as tmp:
         x_sha, bad = _scan_x(x_path, hdr, None if link else tmp / "X.npy", chunk_rows)
         raw_files = {f"{name}/{files[0]}": x_sha}
         raw_files.update({f"{name}/{f}": sha256_file(src / f) for f in files[1:]})
@@ -777,10 +775,6 @@ def prepare_monster(
             "created": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        _swap_into_place(tmp, target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

@@ -70,8 +70,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
-import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from numbers import Integral, Real
@@ -81,7 +79,7 @@ import numpy as np
 
 from ssmbench.data.errors import DataError
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea import _swap_into_place
+from ssmbench.io import atomic_folder
 
 # --------------------------------------------------------------------------- constants
 PAPER_URL = "https://arxiv.org/abs/2605.09742"
@@ -165,18 +163,12 @@ def _write_prepared(
     """Write ``<out_dir>/<name>/`` in a temporary sibling, then rename it into place."""
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / name
-    tmp = out_dir / f".{name}.tmp-{uuid.uuid4().hex}"
-    try:
-        tmp.mkdir()  # default permissions (mkdtemp's 0700 would stick to the result)
+    with atomic_folder(target) as tmp:
         for fname, arr in arrays.items():
             np.save(tmp / fname, arr, allow_pickle=False)
         for fname, text in texts.items():
             (tmp / fname).write_text(text, encoding="utf-8")
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        _swap_into_place(tmp, target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return target
 
 

@@ -52,7 +52,7 @@ import numpy as np
 
 from ssmbench.data.catalog import domain_of
 from ssmbench.data.errors import DataError
-from ssmbench.io import atomic_write_json
+from ssmbench.io import atomic_folder, atomic_write_json
 
 SPLITS = ("TRAIN", "TEST")
 PROVENANCE = "provenance.json"
@@ -514,22 +514,6 @@ def _class_table(labels: list[str]) -> list[str]:
     return sorted(names)
 
 
-def _swap_into_place(tmp: Path, target: Path) -> None:
-    """Rename the finished ``tmp`` folder to ``target``, replacing an old one safely."""
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{uuid.uuid4().hex}")
-        os.rename(target, old)
-    try:
-        os.rename(tmp, target)
-    except OSError:
-        if old is not None:
-            os.rename(old, target)
-        raise
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def prepare_uea(name: str, raw_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
     """Prepare ``<raw_dir>/<name>/`` into ``<out_dir>/<name>/``; return that folder.
 
@@ -632,17 +616,11 @@ def prepare_uea(name: str, raw_dir: str | os.PathLike, out_dir: str | os.PathLik
 
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / name
-    tmp = out_dir / f".{name}.tmp-{uuid.uuid4().hex}"
-    try:
-        tmp.mkdir()  # default permissions (mkdtemp's 0700 would stick to the result)
+    with atomic_folder(target) as tmp:
         np.save(tmp / "X.npy", X, allow_pickle=False)
         np.save(tmp / "y.npy", y, allow_pickle=False)
         (tmp / "test_indices_fold_0.txt").write_text(
             "".join(f"{i}\n" for i in range(n_train, N)), encoding="utf-8"
         )
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        _swap_into_place(tmp, target)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
     return target
