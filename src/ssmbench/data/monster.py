@@ -65,12 +65,12 @@ import numpy as np
 
 from ssmbench.data.catalog import MONSTER_DATASETS, domain_of
 from ssmbench.data.errors import DataError
-from ssmbench.data.uea import _read_sums, sha256_file
+from ssmbench.data.provenance import PROVENANCE, sha256_file, verified_provenance
+from ssmbench.data.uea import _read_sums
 from ssmbench.io import atomic_folder, atomic_write_json
 
 HUB_ORG = "monster-monash"
 N_FOLDS = 5
-PROVENANCE = "provenance.json"
 SUMS_FILE = "SHA256SUMS"
 STAGING = ".hub-download"
 #: bytes of X read (and converted) at a time by ``prepare_monster``
@@ -136,29 +136,6 @@ def _hash_file(path: Path) -> tuple[str, str]:
             h256.update(chunk)
             h1.update(chunk)
     return h256.hexdigest(), h1.hexdigest()
-
-
-def _existing_provenance(dest: Path, name: str) -> dict | None:
-    """The recorded provenance if every raw file is there with its recorded checksum."""
-    prov_path = dest / PROVENANCE
-    if not prov_path.is_file():
-        return None
-    try:
-        prov = json.loads(prov_path.read_text(encoding="utf-8"))
-        recorded = prov["raw_files"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    for fname in monster_files(name):
-        path = dest / fname
-        rel = f"{name}/{fname}"
-        if rel not in recorded or not path.is_file():
-            return None
-        sizes = prov.get("sizes") or {}
-        if rel in sizes and path.stat().st_size != sizes[rel]:
-            return None
-        if sha256_file(path) != recorded[rel]:
-            return None
-    return prov
 
 
 def _fits_request(prov: dict, revision: str, local_dir) -> bool:
@@ -406,7 +383,7 @@ def fetch_monster(
     raw_dir = Path(raw_dir)
     dest = raw_dir / name
 
-    existing = _existing_provenance(dest, name)
+    existing = verified_provenance(dest, name, monster_files(name))
     if existing is not None and not force and _fits_request(existing, revision, local_dir):
         return existing
 

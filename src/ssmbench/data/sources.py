@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ssmbench.data.errors import DataError
+from ssmbench.data.provenance import PROVENANCE
 
-PROVENANCE = "provenance.json"
 SOURCES = ("uea", "monster")
 
 

@@ -287,6 +287,18 @@ def generate_fading_flash(
     }
 
 
+def _test_set_keys(values, check, field: str, prefix: str) -> tuple[list[float], list[str]]:
+    """Checked values of a list of test-set parameters and their `test_sets` keys
+    ("dt=0.1", "rate=0.5"); empty or duplicate lists raise ValueError naming `field`."""
+    checked = [check(v, f"{field} entry") for v in values]
+    if not checked:
+        raise ValueError(f"{field} must name at least one value.")
+    keys = [f"{prefix}={_fmt(v)}" for v in checked]
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"{field} has duplicates: {list(values)!r}.")
+    return checked, keys
+
+
 def prepare_fading_flash(
     out_dir: str | os.PathLike,
     n_train: int = 100_000,
@@ -316,12 +328,7 @@ def prepare_fading_flash(
     n_test_per_dt = _check_count(n_test_per_dt, "n_test_per_dt")
     if n_test_per_dt == 0:
         raise ValueError("n_test_per_dt must be > 0: every test set needs rows.")
-    dts = [_check_positive(d, "test_dts entry") for d in test_dts]
-    if not dts:
-        raise ValueError("test_dts must name at least one step size.")
-    keys = [f"dt={_fmt(d)}" for d in dts]
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"test_dts has duplicates: {list(test_dts)!r}.")
+    dts, keys = _test_set_keys(test_dts, _check_positive, "test_dts", "dt")
     seed = _check_count(seed, "seed")
 
     parts = [generate_fading_flash(n_train, [seed, 0], dt_range=dt_range, dt_per_step=dt_per_step)]
@@ -545,12 +552,7 @@ def prepare_drop_rate_variant(
     the training mask.
     """
     train_rate = _check_rate(train_rate, "train_rate")
-    rates = [_check_rate(r, "test_rates entry") for r in test_rates]
-    if not rates:
-        raise ValueError("test_rates must name at least one rate.")
-    keys = [f"rate={_fmt(r)}" for r in rates]
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"test_rates has duplicates: {list(test_rates)!r}.")
+    rates, keys = _test_set_keys(test_rates, _check_rate, "test_rates", "rate")
     seed = _check_count(seed, "seed")
     if test_seeds is None:
         t_seeds = [DROP_TEST_SEED_BASE + i for i in range(len(rates))]

@@ -52,10 +52,10 @@ import numpy as np
 
 from ssmbench.data.catalog import domain_of
 from ssmbench.data.errors import DataError
+from ssmbench.data.provenance import PROVENANCE, sha256_file, verified_provenance
 from ssmbench.io import atomic_folder, atomic_write_json
 
 SPLITS = ("TRAIN", "TEST")
-PROVENANCE = "provenance.json"
 SUMS_FILE = "SHA256SUMS"
 NORMALISATION = "per_channel_train_zscore"
 LENGTH_POLICY_EQUAL = "equal_length: every series has the same length, no padding"
@@ -74,14 +74,6 @@ ZENODO_RECORD_URL = "https://zenodo.org/records/{}"
 # --------------------------------------------------------------------------- helpers
 def _file_names(name: str) -> dict[str, str]:
     return {split: f"{name}_{split}.ts" for split in SPLITS}
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _read_sums(path: Path) -> dict[str, str]:
@@ -119,24 +111,6 @@ def _expected_sums(root: Path, name: str) -> tuple[dict[str, str], str | None]:
                 expected[fname] = sums[prefix + fname]
                 used.append(str(sums_path))
     return expected, (", ".join(sorted(set(used))) or None)
-
-
-def _existing_provenance(dest: Path, name: str) -> dict | None:
-    """The recorded provenance if every raw file is there with its recorded checksum."""
-    prov_path = dest / PROVENANCE
-    if not prov_path.is_file():
-        return None
-    try:
-        prov = json.loads(prov_path.read_text(encoding="utf-8"))
-        recorded = prov["raw_files"]
-    except (ValueError, KeyError, TypeError):
-        return None
-    for fname in _file_names(name).values():
-        rel = f"{name}/{fname}"
-        path = dest / fname
-        if rel not in recorded or not path.is_file() or sha256_file(path) != recorded[rel]:
-            return None
-    return prov
 
 
 def _aeon_bundled_dir(name: str) -> Path | None:
@@ -286,7 +260,7 @@ def fetch_uea(
         archive_sums, _ = _expected_sums(archive, name)
 
     if not force:
-        prov = _existing_provenance(dest, name)
+        prov = verified_provenance(dest, name, _file_names(name).values())
         if prov is not None and all(
             prov["raw_files"].get(f"{name}/{f}") == s for f, s in archive_sums.items()
         ):
