@@ -86,7 +86,10 @@ def test_tides_entries():
         40,
         "Synthetic",
     )
-    (drop,) = catalog(benchmark="uea_drop")
+    drop, basic_drop = sorted(
+        catalog(benchmark="uea_drop"), key=lambda e: e.name != "EigenWormsDrop"
+    )
+    assert (basic_drop.name, basic_drop.C, basic_drop.L) == ("BasicMotionsDrop", 6, 100)
     worms = UEA_DATASETS["EigenWorms"]
     assert (drop.name, drop.task, drop.C, drop.L, drop.n_classes) == (
         "EigenWormsDrop",
@@ -100,7 +103,7 @@ def test_tides_entries():
 
 def test_entries_are_frozen_and_unique():
     entries = catalog()
-    assert len(entries) == 30 + 29 + 5 + 1 + 1
+    assert len(entries) == 30 + 29 + 5 + 1 + 2
     assert all(isinstance(e, CatalogEntry) for e in entries)
     assert len({(e.benchmark, e.name) for e in entries}) == len(entries)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -129,7 +132,7 @@ def test_cli_datasets_table(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no params.yaml here: the command must not need one
     assert main(["datasets"]) == 0
     out = capsys.readouterr().out
-    assert "uea: 30, monster: 29, physiome: 5, synthetic: 1, uea_drop: 1" in out
+    assert "uea: 30, monster: 29, physiome: 5, synthetic: 1, uea_drop: 2" in out
     for column in ("name", "benchmark", "domain", "task", "N", "C", "L", "classes", "source"):
         assert column in out.splitlines()[0]
     assert "S2Agri-17" in out and "FadingFlash" in out
@@ -145,7 +148,7 @@ def test_cli_datasets_csv(capsys, tmp_path, monkeypatch):
     assert main(["--params", "missing.yaml", "datasets", "--format", "csv"]) == 0
     captured = capsys.readouterr()
     rows = list(csv.DictReader(io.StringIO(captured.out)))
-    assert len(rows) == 66
+    assert len(rows) == 67
     assert Counter(r["benchmark"] for r in rows)["monster"] == 29
     lakeice = next(r for r in rows if r["name"] == "LakeIce")
     assert (lakeice["N"], lakeice["C"], lakeice["L"], lakeice["classes"]) == (

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -382,3 +384,53 @@ def test_catalog():
     assert set(known_datasets("uea")) == set(UEA_DATASETS)
     with pytest.raises(DataError, match="no dataset catalog"):
         known_datasets("nope")
+
+
+# ---------------------------------------------------------------- concurrent prepares
+_PREPARE_SCRIPT = """
+import sys
+from ssmbench.data.sources import prepare
+prepare("BasicMotions", sys.argv[1], sys.argv[2], {"source": "uea"})
+print("done")
+"""
+
+
+def _prepare_in_subprocess(raw: Path, out: Path):
+    return subprocess.Popen(
+        [sys.executable, "-c", _PREPARE_SCRIPT, str(raw), str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_a_prepare_waits_for_another_of_the_same_dataset(tmp_path):
+    """The per-dataset lock: while one job holds it, a second prepare of the same dataset
+    waits, then runs; neither sees the other's half-written folder."""
+    from ssmbench.data.sources import dataset_lock, fetch
+
+    raw, out = tmp_path / "raw", tmp_path / "prepared"
+    fetch("BasicMotions", raw, {"source": "uea", "archive_dir": None, "download": False})
+    with dataset_lock(out, "BasicMotions"):
+        waiting = _prepare_in_subprocess(raw, out)
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiting.wait(timeout=5)  # it would take ~2 s without the lock
+        assert not (out / "BasicMotions").exists()
+    stdout, stderr = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, stderr
+    assert PreparedDataset(out / "BasicMotions").meta["N"] == 80
+
+
+def test_two_prepares_at_once_leave_one_good_folder(tmp_path):
+    from ssmbench.data.sources import fetch
+
+    raw, out = tmp_path / "raw", tmp_path / "prepared"
+    fetch("BasicMotions", raw, {"source": "uea", "archive_dir": None, "download": False})
+    jobs = [_prepare_in_subprocess(raw, out) for _ in range(2)]
+    for job in jobs:
+        _, stderr = job.communicate(timeout=180)
+        assert job.returncode == 0, stderr
+    dataset = PreparedDataset(out / "BasicMotions")
+    assert dataset.X.shape == (80, 6, 100)
+    # no temporary or set-aside folders are left behind, only the lock file
+    assert sorted(p.name for p in out.iterdir()) == [".BasicMotions.lock", "BasicMotions"]

@@ -200,3 +200,61 @@ def test_monster_format_dataset_through_the_workflow(tmp_path):
         assert rec["batch_size"] == 256 and rec["max_epochs"] == 1
     assert name in (project / "results" / "tables" / "monster_table.md").read_text()
     assert (project / "figures" / "figure7_monster.png").stat().st_size > 1000
+
+
+def test_tides_datasets_through_the_workflow(tmp_path):
+    """The generated (Fading Flash) and derived (BasicMotions drop-rate) datasets go
+    fetch -> prepare -> train -> report through the real Snakemake, with one result per
+    test set (Δ, drop rate); changing the generator's settings re-prepares the data and
+    retrains what depends on it, nothing else."""
+
+    def tides(params):
+        params["suite"] = "tides-data"
+        suite = params["suites"]["tides-data"]
+        suite["overrides"] = {"max_epochs": 2}
+        suite["benchmark_overrides"] = {
+            "synthetic": {
+                "generator": {"n_train": 300, "n_test_per_dt": 40, "test_dts": [0.1, 1.0, 2.0]}
+            },
+            "uea_drop": {"drop": {"test_rates": [0.1, 0.9]}},
+            "physiome": {"generator": {"n_instances": 60, "n_time_points": 20}},
+        }
+        params["suites"]["tides-data"]["models"] = ["MS4N"]
+
+    project = make_project(tmp_path / "proj", tides)
+    env = tool_env(project)
+    run(["snakemake", "--cores", "2"], project, env)
+
+    flash = json.loads((project / "results/runs/synthetic/FadingFlash/MS4N/fold0.json").read_text())
+    assert flash["task"] == "regression" and flash["error_metric"] == "mse"
+    assert flash["test_accuracy"] is None and flash["test_error"] == flash["test_loss"] > 0
+    assert set(flash["test_sets"]) == {"dt=0.1", "dt=1", "dt=2"}
+    assert all(v["n"] == 40 and v["error"] > 0 for v in flash["test_sets"].values())
+    assert flash["n_train"] + flash["n_val"] == 300 and flash["n_test"] == 120
+
+    drop = json.loads(
+        (project / "results/runs/uea_drop/BasicMotionsDrop/MS4N/fold0.json").read_text()
+    )
+    assert drop["task"] == "classification" and set(drop["test_sets"]) == {"rate=0.1", "rate=0.9"}
+    assert all(0.0 <= v["error"] <= 1.0 for v in drop["test_sets"].values())
+    # the base dataset was prepared on the way (the drop variant is derived from it)
+    assert (project / "data/prepared/uea/BasicMotions/X.npy").is_file()
+
+    heart = json.loads(
+        (project / "results/runs/physiome/HodgkinHuxley1952/MS4N/fold0.json").read_text()
+    )
+    assert heart["task"] == "regression" and heart["test_sets"] == {}
+    assert heart["n_test"] == 6 and heart["n_val"] == 12 and 0 < heart["test_error"] < 10
+
+    table = (project / "results/tables/synthetic_table.md").read_text()
+    assert "MS4N MSE (ours)" in table and "(paper)" not in table
+
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["suites"]["tides-data"]["benchmark_overrides"]["synthetic"]["generator"]["seed"] = 1
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    changed = run(["snakemake", "-n", "--cores", "2", "runs"], project, env)
+    stats = changed[changed.index("Job stats") :]
+    for rule, count in (("fetch", 1), ("prepare", 1), ("train", 1)):
+        assert re.search(rf"^{rule}\s+{count}$", stats, re.M), stats
+    retrained = re.findall(r"output: (results/runs/\S+\.json)", changed)
+    assert retrained == ["results/runs/synthetic/FadingFlash/MS4N/fold0.json"], retrained

@@ -38,6 +38,9 @@ PROTOCOL_KEYS = {
     "seed_base",
 }
 
+#: training settings every benchmark can take (a benchmark may leave them to defaults)
+BATCH_AND_EPOCH_KEYS = {"max_epochs", "batch_size", "batch_min", "batch_max", "batch_fraction"}
+
 
 class ConfigError(ValueError):
     """params.yaml is malformed or inconsistent; the message names the field."""
@@ -146,6 +149,25 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
                     f"suites.{sname}.overrides: {key!r} is neither a protocol key nor a benchmark "
                     f"setting (allowed: {', '.join(sorted(allowed))})"
                 )
+        for bench, overrides in (suite.get("benchmark_overrides") or {}).items():
+            if bench not in (suite.get("benchmarks") or {}):
+                problems.append(
+                    f"suites.{sname}.benchmark_overrides: {bench!r} is not a benchmark of "
+                    f"this suite (its benchmarks: {', '.join(suite.get('benchmarks') or {})})"
+                )
+                continue
+            own = (
+                PROTOCOL_KEYS
+                | BATCH_AND_EPOCH_KEYS
+                | set(params["benchmarks"].get(bench, {}))
+                | {"archive_dir", "download", "offline", "local_dir"}
+            ) - {"datasets", "dataset_overrides", "source"}
+            for key in overrides or {}:
+                if key not in own:
+                    problems.append(
+                        f"suites.{sname}.benchmark_overrides.{bench}: {key!r} is not a "
+                        f"setting of benchmark {bench!r} (allowed: {', '.join(sorted(own))})"
+                    )
     if problems:
         raise ConfigError(f"{source} has {len(problems)} problem(s):\n  " + "\n  ".join(problems))
 
@@ -156,13 +178,22 @@ def check_suite_sources(params: dict, suite: str | None = None) -> None:
     starts, so a missing local folder with no network fails before any job runs. Raises
     ConfigError listing each."""
     from ssmbench.data.errors import DataError
-    from ssmbench.data.sources import check_available
+    from ssmbench.data.sources import check_available, derived_base
 
     problems = []
     for bench, dataset in suite_datasets(params, suite):
         settings = benchmark_settings(params, bench, suite, dataset)
         try:
             check_available(dataset, Path(params["paths"]["raw"]) / bench, settings)
+            if settings["source"] == "uea_drop":  # derived: its base must be available
+                base_bench, base = derived_base(dataset, settings)
+                if base_bench not in params["benchmarks"]:
+                    raise DataError(
+                        f"{bench}/{dataset}: derived_from names benchmark {base_bench!r}, "
+                        f"which params.yaml does not define"
+                    )
+                base_settings = benchmark_settings(params, base_bench, suite, base)
+                check_available(base, Path(params["paths"]["raw"]) / base_bench, base_settings)
         except DataError as exc:
             problems.append(str(exc))
     if problems:
@@ -189,19 +220,36 @@ def suite_datasets(params: dict, suite: str | None = None) -> list[tuple[str, st
     return sorted({(j.benchmark, j.dataset) for j in suite_grid(params, suite)})
 
 
+def _merge(settings: dict, overrides: dict) -> None:
+    """settings.update(overrides), but a dict value (e.g. a generator's settings) is
+    updated key by key, so an override names only what it changes."""
+    for key, value in copy.deepcopy(overrides).items():
+        if isinstance(value, dict) and isinstance(settings.get(key), dict):
+            settings[key] = {**settings[key], **value}
+        else:
+            settings[key] = value
+
+
 def benchmark_settings(
     params: dict, benchmark: str, suite: str | None = None, dataset: str | None = None
 ) -> dict:
     """Protocol, then the benchmark's settings, then the dataset's own overrides (e.g.
-    MONSTER's AudioMNIST batch 64), then the suite's overrides, last wins."""
+    MONSTER's AudioMNIST batch 64), then the suite's overrides, last wins. A dict setting
+    is merged key by key."""
     name = suite or params["suite"]
     settings = copy.deepcopy(params["protocol"])
     settings.update(copy.deepcopy(params["benchmarks"][benchmark]))
     settings.pop("datasets", None)
     per_dataset = settings.pop("dataset_overrides", None) or {}
     if dataset is not None:
-        settings.update(copy.deepcopy(per_dataset.get(dataset) or {}))
-    settings.update(copy.deepcopy(params["suites"][name].get("overrides") or {}))
+        _merge(settings, per_dataset.get(dataset) or {})
+    # A suite override of a benchmark setting (generator, drop, archive_dir...) applies to
+    # the benchmarks that have that setting; protocol keys apply to all.
+    overrides = params["suites"][name].get("overrides") or {}
+    applies = PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS | set(settings)
+    _merge(settings, {k: v for k, v in overrides.items() if k in applies})
+    # ...and `benchmark_overrides: {<benchmark>: {...}}` to that benchmark only.
+    _merge(settings, (params["suites"][name].get("benchmark_overrides") or {}).get(benchmark) or {})
     settings.setdefault("seed_base", 0)
     return settings
 

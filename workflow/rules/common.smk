@@ -6,8 +6,10 @@ import json
 import shlex
 from pathlib import Path
 
+from ssmbench.data.sources import data_settings, derived_base
 from ssmbench.config import (
     Job,
+    benchmark_settings,
     check_params,
     check_suite_sources,
     job_spec,
@@ -58,6 +60,22 @@ def settings_marker(wildcards):
     job = job_of(wildcards)
     marker = Path(PATHS["logs"]) / "settings" / job.record_path("").with_suffix(".json")
     return str(sync_settings_marker(job.record_path(PATHS["runs"]), marker, job_spec(config, job)))
+
+
+def data_recipe(wildcards):
+    """The settings a dataset's content depends on (generator, drop rates, revision...):
+    changing them re-prepares it (Snakemake reruns a job whose params changed)."""
+    return data_settings(benchmark_settings(config, wildcards.benchmark, None, wildcards.dataset))
+
+
+def prepare_inputs(wildcards):
+    """A dataset's raw files; a derived dataset (uea_drop) also needs its base prepared."""
+    inputs = [f"{PATHS['raw']}/{wildcards.benchmark}/{wildcards.dataset}/provenance.json"]
+    settings = benchmark_settings(config, wildcards.benchmark, None, wildcards.dataset)
+    if settings["source"] == "uea_drop":
+        base_benchmark, base = derived_base(wildcards.dataset, settings)
+        inputs.append(f"{PATHS['prepared']}/{base_benchmark}/{base}")
+    return inputs
 
 
 def train_resource(key):

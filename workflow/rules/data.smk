@@ -1,4 +1,5 @@
-# fetch -> prepare, one job per dataset. Both write atomically (temp + rename).
+# fetch -> prepare, one job per dataset. Both write atomically (temp + rename) under a
+# per-dataset lock; `recipe` (the settings the data depend on) reruns them when it changes.
 
 
 rule fetch:
@@ -10,13 +11,14 @@ rule fetch:
         **config["resources"]["prepare"],
     params:
         cli=cli(),
+        recipe=data_recipe,
     shell:
         "{params.cli} fetch --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} > {log} 2>&1"
 
 
 rule prepare:
     input:
-        rules.fetch.output,
+        prepare_inputs,
     output:
         directory(f"{PATHS['prepared']}/{{benchmark}}/{{dataset}}"),
     log:
@@ -25,6 +27,7 @@ rule prepare:
         **config["resources"]["prepare"],
     params:
         cli=cli(),
+        recipe=data_recipe,
     shell:
         "{params.cli} prepare --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} > {log} 2>&1"
 

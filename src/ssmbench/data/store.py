@@ -167,14 +167,61 @@ class PreparedDataset:
         return self._test_cache[k]
 
     def train_indices(self, fold: int) -> np.ndarray:
-        """Sorted int64 row indices not in ``test_indices(fold)``."""
+        """Sorted int64 row indices not in ``test_indices(fold)`` (validation included)."""
         test = self.test_indices(fold)
         keep = np.ones(int(self.meta["N"]), dtype=bool)
         keep[test] = False
         return np.flatnonzero(keep).astype(np.int64)
 
-    def _read_indices(self, k: int) -> np.ndarray:
-        path = self.path / f"test_indices_fold_{k}.txt"
+    def given_validation_indices(self, fold: int) -> np.ndarray | None:
+        """The dataset's own validation rows of ``fold`` (``val_indices_fold_{k}.txt``, e.g.
+        Physiome-ODE's 70/20/10 splits), or None when it has none and the protocol draws
+        its own from the training rows. Checked to be disjoint from the test fold."""
+        k = 0 if self.meta["fold_scheme"] in SINGLE_SPLIT_SCHEMES else int(fold)
+        name = f"val_indices_fold_{k}.txt"
+        if not (self.path / name).is_file():
+            return None
+        val = self._read_indices(k, name)
+        if np.intersect1d(val, self.test_indices(fold)).size:
+            raise DataError(
+                f"{self.path / name}: validation rows overlap the test fold. Run the "
+                f"prepare step again."
+            )
+        return val
+
+    def test_sets(self, fold: int) -> dict[str, np.ndarray]:
+        """The separate test sets of a ``fixed_test_sets`` dataset (``meta["test_sets"]``:
+        one per Δ or drop rate), as sorted row indices; ``{}`` for other schemes."""
+        if self.meta["fold_scheme"] != "fixed_test_sets":
+            return {}
+        fold_rows = set(self.test_indices(fold).tolist())
+        sets = {}
+        for key, fname in (self.meta.get("test_sets") or {}).items():
+            rows = self._read_indices(0, fname)
+            if not set(rows.tolist()) <= fold_rows:
+                raise DataError(
+                    f"{self.path / fname}: test set {key!r} has rows outside "
+                    f"test_indices_fold_0.txt. Run the prepare step again."
+                )
+            sets[key] = rows
+        return sets
+
+    @property
+    def target_mask(self) -> np.ndarray | None:
+        """bool, y's shape: which regression targets are observed (``target_mask.npy``,
+        e.g. Physiome-ODE's forecast points); None when every target counts."""
+        if not (self.path / "target_mask.npy").is_file():
+            return None
+        mask = self._load("target_mask.npy")
+        if mask.shape != self.y.shape or mask.dtype != np.bool_:
+            raise DataError(
+                f"{self.path / 'target_mask.npy'}: shape {mask.shape} dtype {mask.dtype}, "
+                f"expected bool {self.y.shape} (y.npy's). Run the prepare step again."
+            )
+        return mask
+
+    def _read_indices(self, k: int, name: str | None = None) -> np.ndarray:
+        path = self.path / (name or f"test_indices_fold_{k}.txt")
         if not path.is_file():
             raise DataError(f"{path}: missing. Run the prepare step again.")
         try:
@@ -186,7 +233,7 @@ class PreparedDataset:
             ) from e
         N = int(self.meta["N"])
         if idx.size == 0:
-            raise DataError(f"{path}: empty test set. Run the prepare step again.")
+            raise DataError(f"{path}: empty index set. Run the prepare step again.")
         if idx.min() < 0 or idx.max() >= N:
             raise DataError(
                 f"{path}: index out of range [0, {N}) ({idx.min()}..{idx.max()}). Run the "

@@ -3,7 +3,9 @@
 A params.yaml ``models:`` entry is a dict with ``family`` plus hyperparameters, e.g.
 ``{"family": "ms4", "d_model": 64, "d_state": 64, "n_layers": 1, "layer_norm": True,
 "dropout": 0.0}``. Hyperparameters left out take the model class defaults.
-Every built model maps float32 (B, C, L) to logits (B, K).
+Every built model maps float32 (B, C, L) to logits (B, K); families with
+``SUPPORTS_PER_STEP`` can also be built with ``per_step=True`` to map it to (B, L, K), one
+output vector per step (regression targets per step: the TIDES tasks).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ __all__ = [
     "S4DKernel",
     "S4DLayer",
     "build_model",
+    "supports_per_step",
     "validate_model_params",
 ]
 
@@ -95,10 +98,27 @@ def build_model(
     n_classes: int,
     length: int,
     model_params: Mapping[str, Any],
+    per_step: bool = False,
 ) -> nn.Module:
-    """Builds the model ``name`` described by its params.yaml entry ``model_params``."""
+    """Builds the model ``name`` described by its params.yaml entry ``model_params``.
+
+    ``n_classes`` is the number of outputs (classes, or regression targets per row or per
+    step). ``per_step=True`` asks for one output vector per time step, (B, L, K).
+    """
     hyper = validate_model_params(name, model_params)
     cls = FAMILIES[model_params["family"]]
     if "dropout" in hyper:
         hyper["dropout"] = float(hyper["dropout"])
+    if per_step:
+        if not supports_per_step(model_params):
+            raise ValueError(
+                f"model {name!r} (family {model_params['family']!r}) has no per-step output, "
+                f"which this dataset's per-step regression targets need"
+            )
+        hyper["per_step"] = True
     return cls(n_channels=n_channels, n_classes=n_classes, length=length, **hyper)
+
+
+def supports_per_step(model_params: Mapping[str, Any]) -> bool:
+    """Whether the model's family can output one vector per time step."""
+    return bool(getattr(FAMILIES[model_params["family"]], "SUPPORTS_PER_STEP", False))

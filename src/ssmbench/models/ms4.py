@@ -21,6 +21,9 @@ Architecture (x: (B, C, L) float32 -> logits (B, K))
     x = mean over L                                                   (B, H)
     logits = Linear(H, H) -> GELU -> Linear(H, K)                     (B, K)
 
+With ``per_step=True`` (regression with a target per time step, e.g. the TIDES tasks) the
+pooling is skipped and the same head is applied at every step: (B, L, K).
+
 Parameter count, H = N = 64, one layer (complex B counted by numel, C as 2 reals):
 input projection 64C + 64; kernel log_dt 64 + log_A_real 2048 + A_imag 2048 + B 2048 +
 C 4096; D 64; GLU conv 8320; LayerNorm 128; head 4160 + 65K. MS4N totals
@@ -78,6 +81,9 @@ class ChannelGLU(nn.Module):
 class MS4Classifier(nn.Module):
     """MS4 (layer_norm=False) / MS4N (layer_norm=True) classifier."""
 
+    #: can return one output per time step (``per_step=True``)
+    SUPPORTS_PER_STEP = True
+
     #: hyperparameters accepted from params.yaml and their types
     HYPERPARAMS: dict[str, type] = {
         "d_model": int,
@@ -97,11 +103,13 @@ class MS4Classifier(nn.Module):
         n_layers: int = 1,
         layer_norm: bool = True,
         dropout: float = 0.0,
+        per_step: bool = False,
     ) -> None:
         super().__init__()
         self.n_channels = n_channels
         self.n_classes = n_classes
         self.length = length
+        self.per_step = per_step
         H = d_model
         self.input_proj = nn.Linear(n_channels, H)
         self.ssm_layers = nn.ModuleList([S4DLayer(H, d_state, dropout) for _ in range(n_layers)])
@@ -121,6 +129,8 @@ class MS4Classifier(nn.Module):
             x = z + x
             if self.norms:
                 x = self.norms[i](x)  # LayerNorm over H
+        if self.per_step:
+            return self.head(x)  # (B, L, K)
         x = x.mean(dim=-2)  # (B, H)
         return self.head(x)  # (B, K)
 
@@ -130,6 +140,7 @@ class S4DClassifier(nn.Module):
 
     HYPERPARAMS: dict[str, type] = {"d_state": int, "dropout": float}
     HEAD_WIDTH = 64
+    SUPPORTS_PER_STEP = True
 
     def __init__(
         self,
@@ -138,11 +149,13 @@ class S4DClassifier(nn.Module):
         length: int | None = None,
         d_state: int = 64,
         dropout: float = 0.0,
+        per_step: bool = False,
     ) -> None:
         super().__init__()
         self.n_channels = n_channels
         self.n_classes = n_classes
         self.length = length
+        self.per_step = per_step
         self.ssm = S4DLayer(n_channels, d_state, dropout)  # H = C
         self.head = nn.Sequential(
             nn.Linear(n_channels, self.HEAD_WIDTH),
@@ -152,4 +165,6 @@ class S4DClassifier(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.ssm(x)  # (B, C, L)
+        if self.per_step:
+            return self.head(x.transpose(-1, -2))  # (B, L, K)
         return self.head(x.mean(dim=-1))  # (B, K)

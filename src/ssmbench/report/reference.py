@@ -39,9 +39,16 @@ def load_published_summary() -> pd.DataFrame:
     )
 
 
+#: Table 4 abbreviates satellite imagery as "SI"; the catalog (and MONSTER) say Satellite.
+DOMAIN_ALIASES = {"SI": "Satellite"}
+
+
 def load_published_domains_monster() -> pd.DataFrame:
-    """Table 4: ``domain, metric, model, value`` (NaN where the paper has no figure)."""
-    return _read_csv(
+    """Table 4: ``domain, metric, model, value`` (NaN where the paper has no figure), with
+    the catalog's domain names (SI -> Satellite)."""
+    df = _read_csv(
         "published_domains_monster.csv",
         dtype={"domain": str, "metric": str, "model": str, "value": float},
     )
+    df["domain"] = df["domain"].replace(DOMAIN_ALIASES)
+    return df

@@ -44,7 +44,9 @@ def benchmark_table(
 
     Columns: ``Dataset``, then per model ``{model} (ours)`` and ``{model} (paper)``, each a
     string ``"error ± std"`` (3 decimals; ours: mean and std over folds, published: the
-    paper's figure). ``–`` where there is no figure (e.g. S4D is not in the paper).
+    paper's figure). ``–`` where there is no figure (e.g. S4D is not in the paper); no
+    ``(paper)`` columns at all for a benchmark the paper has no figures for. Regression
+    benchmarks label their columns ``{model} MSE (ours)``.
     ``models``: which of our models and in what order (default: the ones in ``df``, in
     the paper's column order, others after, by name). The ``Average`` row: ours is the
     mean (of errors, and of stds) over the datasets we ran that model on; the paper's is
@@ -85,14 +87,21 @@ def benchmark_table(
         avg = _fmt(means[mask].mean(), stds[mask].mean())
         return avg + (f" (n={n})" if n < len(datasets) else "")
 
+    # Regression benchmarks (the TIDES tasks) report the test MSE, and the column says so.
+    metric = " MSE" if "task" in df.columns and (df["task"] == "regression").all() else ""
     table = {"Dataset": [*datasets, AVERAGE_LABEL]}
     for model in models:
         om, os_ = column(ours, model, "error", "std")
+        table[f"{model}{metric} (ours)"] = [*map(_fmt, om, os_), average(om, os_, om.notna())]
+        if pub.empty:
+            continue  # no published figures for this benchmark: no empty "(paper)" columns
         pm, ps = column(pubi, model, "error_mean", "error_std")
         # The paper's average is taken over the datasets we have for this model, so that
         # the two averages side by side cover the same datasets.
-        table[f"{model} (ours)"] = [*map(_fmt, om, os_), average(om, os_, om.notna())]
-        table[f"{model} (paper)"] = [*map(_fmt, pm, ps), average(pm, ps, om.notna() & pm.notna())]
+        table[f"{model}{metric} (paper)"] = [
+            *map(_fmt, pm, ps),
+            average(pm, ps, om.notna() & pm.notna()),
+        ]
     return pd.DataFrame(table)
 
 

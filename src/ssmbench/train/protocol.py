@@ -58,14 +58,91 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
         torch.use_deterministic_algorithms(True, warn_only=torch.cuda.is_available())
 
 
+class Objective:
+    """What a run minimises and reports, by the dataset's task.
+
+    * classification: cross-entropy on logits (B, K); accuracy; error = 1 - accuracy.
+    * regression: mean squared error over the *observed* targets (``target_mask.npy`` when
+      the dataset has one, else all); error = that MSE. The model's output is mapped to
+      the target's shape: y (N,) <- (B, 1); y (N, L) <- per step (B, L, 1); y (N, C', L)
+      <- per step (B, L, C'), transposed; y (N, K') <- (B, K').
+    """
+
+    def __init__(self, meta: dict, y_shape: tuple[int, ...]):
+        self.task = meta.get("task", "classification")
+        L = int(meta["L"])
+        self.per_step = False
+        if self.task == "classification":
+            self.n_outputs = int(meta["n_classes"])
+        elif self.task == "regression":
+            tail = tuple(y_shape[1:])
+            if len(tail) == 0:
+                self.n_outputs = 1
+            elif len(tail) == 1 and tail[0] == L:
+                self.n_outputs, self.per_step = 1, True
+            elif len(tail) == 2 and tail[1] == L:
+                self.n_outputs, self.per_step = tail[0], True
+            elif len(tail) == 1:
+                self.n_outputs = tail[0]
+            else:
+                raise ValueError(
+                    f"regression targets of shape {y_shape} are not (N,), (N, K), (N, L) "
+                    f"or (N, C, L) with L = {L}"
+                )
+        else:
+            raise ValueError(f"task {self.task!r} is neither classification nor regression")
+        self.target_dtype = np.int64 if self.task == "classification" else np.float32
+        self.y_ndim = len(y_shape)
+
+    def prediction(self, out: torch.Tensor) -> torch.Tensor:
+        """The model output in the target's shape."""
+        if self.task == "classification":
+            return out  # logits (B, K)
+        if self.per_step:
+            return out[..., 0] if self.y_ndim == 2 else out.transpose(1, 2)
+        return out[:, 0] if self.y_ndim == 1 else out
+
+    def batch_sums(self, out, yb, mb) -> tuple[torch.Tensor, float, int]:
+        """(loss of the batch to optimise, its summed loss, summed correct or count)."""
+        pred = self.prediction(out)
+        if self.task == "classification":
+            loss = F.cross_entropy(pred, yb)
+            return loss, loss.item() * len(yb), (pred.argmax(dim=1) == yb).sum().item()
+        if mb is not None:
+            # Unobserved targets may hold NaN: zero them *before* the difference, since a
+            # NaN there would reach the gradient even through a masked-out square.
+            zero = torch.zeros((), dtype=pred.dtype, device=pred.device)
+            sq = torch.where(mb, pred - torch.where(mb, yb, zero), zero).square()
+            n_obs = int(mb.sum().item())
+        else:
+            sq = (pred - yb).square()
+            n_obs = sq.numel()
+        loss = sq.sum() / max(1, n_obs)
+        return loss, sq.sum().item(), n_obs
+
+    def summarise(self, loss_sum: float, second: float, n_rows: int) -> tuple[float, float]:
+        """(mean loss, accuracy) for classification; (MSE, nan) for regression, where
+        ``second`` counts the observed target values."""
+        if self.task == "classification":
+            return loss_sum / n_rows, second / n_rows
+        return loss_sum / max(1.0, second), float("nan")
+
+    def error(self, loss: float, accuracy: float) -> float:
+        return 1.0 - accuracy if self.task == "classification" else loss
+
+
 def iterate_batches(
     X: np.ndarray,
     y: np.ndarray,
     indices: np.ndarray,
     batch_size: int,
     generator: torch.Generator | None = None,
-) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
-    """Batches read by index from X (a memory map is fine: only the batch is loaded).
+    *,
+    target_dtype=np.int64,
+    target_mask: np.ndarray | None = None,
+) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Batches ``(x, y)`` (or ``(x, y, target_mask)``) read by index from X (a memory map is
+    fine: only the batch is loaded).
 
     Shuffled with `generator` when given. Indices within a batch are sorted so a memory
     map is read front to back; the order inside a batch does not change the gradient.
@@ -76,22 +153,35 @@ def iterate_batches(
     for start in range(0, len(order), batch_size):
         batch = np.sort(order[start : start + batch_size])
         xb = torch.from_numpy(np.ascontiguousarray(X[batch], dtype=np.float32))
-        yb = torch.from_numpy(np.asarray(y[batch], dtype=np.int64))
-        yield xb, yb
+        yb = torch.from_numpy(np.asarray(y[batch], dtype=target_dtype))
+        if target_mask is None:
+            yield xb, yb
+        else:
+            yield xb, yb, torch.from_numpy(np.asarray(target_mask[batch], dtype=bool))
+
+
+def _batches(objective, X, y, mask, indices, batch_size, generator=None):
+    """iterate_batches as (x, y, mask-or-None) triples, with the task's target dtype."""
+    for batch in iterate_batches(
+        X, y, indices, batch_size, generator,
+        target_dtype=objective.target_dtype, target_mask=mask,
+    ):  # fmt: skip
+        yield batch if len(batch) == 3 else (*batch, None)
 
 
 @torch.no_grad()
-def evaluate(model, X, y, indices, batch_size, device) -> tuple[float, float]:
-    """Mean cross-entropy and accuracy over `indices` (eval mode)."""
+def evaluate(model, objective, X, y, mask, indices, batch_size, device) -> tuple[float, float]:
+    """(mean loss, accuracy) or (MSE, nan) over `indices`, in eval mode."""
     model.eval()
-    total_loss, correct, count = 0.0, 0, 0
-    for xb, yb in iterate_batches(X, y, indices, batch_size):
+    loss_sum, second, n_rows = 0.0, 0.0, 0
+    for xb, yb, mb in _batches(objective, X, y, mask, indices, batch_size):
         xb, yb = xb.to(device), yb.to(device)
-        logits = model(xb)
-        total_loss += F.cross_entropy(logits, yb, reduction="sum").item()
-        correct += (logits.argmax(dim=1) == yb).sum().item()
-        count += len(yb)
-    return total_loss / count, correct / count
+        mb = mb.to(device) if mb is not None else None
+        _, batch_loss, batch_second = objective.batch_sums(model(xb), yb, mb)
+        loss_sum += batch_loss
+        second += batch_second
+        n_rows += len(yb)
+    return objective.summarise(loss_sum, second, n_rows)
 
 
 def _is_better(
@@ -107,14 +197,29 @@ def _is_better(
 
 
 def split_indices(dataset, fold: int, val_fraction: float, seed: int):
-    """(train, val, test) row indices of a fold. Validation comes from the training part."""
+    """(train, val, test) row indices of a fold. Validation comes from the training part:
+    the dataset's own validation rows when it has them (Physiome-ODE's 70/20/10), else a
+    stratified draw (classification) or a seeded random draw (regression) of
+    ``val_fraction`` of the training rows."""
     from ssmbench.data.store import stratified_validation_split
 
     test_idx = np.asarray(dataset.test_indices(fold), dtype=np.int64)
     pool = np.asarray(dataset.train_indices(fold), dtype=np.int64)
-    y_pool = np.asarray(dataset.y[pool])
-    tr_local, val_local = stratified_validation_split(y_pool, val_fraction, seed)
-    train_idx, val_idx = pool[np.asarray(tr_local)], pool[np.asarray(val_local)]
+    given = dataset.given_validation_indices(fold)
+    if given is not None:
+        val_idx = np.asarray(given, dtype=np.int64)
+        train_idx = np.setdiff1d(pool, val_idx)
+    elif dataset.meta.get("task", "classification") == "classification":
+        y_pool = np.asarray(dataset.y[pool])
+        tr_local, val_local = stratified_validation_split(y_pool, val_fraction, seed)
+        train_idx, val_idx = pool[np.asarray(tr_local)], pool[np.asarray(val_local)]
+    else:
+        n_val = max(1, math.ceil(float(val_fraction) * len(pool)))
+        if n_val >= len(pool):
+            raise ValueError(f"fold {fold}: {len(pool)} training rows leave none to train on")
+        chosen = np.random.default_rng(seed).permutation(len(pool))[:n_val]
+        val_idx = np.sort(pool[chosen])
+        train_idx = np.setdiff1d(pool, val_idx)
     # The protocol's one hard rule: nothing of the test fold is used before testing.
     if np.intersect1d(val_idx, test_idx).size or np.intersect1d(train_idx, test_idx).size:
         raise AssertionError(f"fold {fold}: train/validation indices overlap the test fold")
@@ -142,19 +247,29 @@ def run_job(
 
     dataset = PreparedDataset(spec["prepared_dir"])
     meta = dataset.meta
-    if meta.get("task", "classification") != "classification":
-        raise NotImplementedError(
-            f"{spec['dataset']}: task {meta.get('task')!r} has no training protocol yet "
-            "(regression arrives with the TIDES tasks)"
-        )
     X, y = dataset.X, dataset.y
+    objective = Objective(meta, y.shape)
+    mask = dataset.target_mask if objective.task == "regression" else None
+    monitor = settings.get("monitor", "val_loss")
+    if objective.task == "regression" and monitor != "val_loss":
+        raise ValueError(
+            f"{spec['dataset']} is a regression task: monitor {monitor!r} has no meaning "
+            f"there; set monitor: val_loss for benchmark {spec['benchmark']!r} in params.yaml"
+        )
     train_idx, val_idx, test_idx = split_indices(dataset, fold, settings["val_fraction"], seed)
+    test_sets = dataset.test_sets(fold)
     batch_size = batch_size_for(settings, len(train_idx))
-    n_channels, length, n_classes = int(meta["C"]), int(meta["L"]), int(meta["n_classes"])
+    n_channels, length = int(meta["C"]), int(meta["L"])
 
-    model = build_model(spec["model"], n_channels, n_classes, length, spec["model_params"])
+    model = build_model(
+        spec["model"], n_channels, objective.n_outputs, length, spec["model_params"],
+        per_step=objective.per_step,
+    )  # fmt: skip
     n_params = count_params(model)
-    model_mmac = mmac(copy.deepcopy(model), n_channels, length)
+    # "paper": counted as the MS4N paper's tables count (comparable with them); "full":
+    # with the S4D convolution (ssmbench.complexity explains both).
+    model_mmac = mmac(model, n_channels, length, device="meta", convention="paper")
+    model_mmac_full = mmac(model, n_channels, length, device="meta", convention="full")
     model.to(device)
     optimizer = torch.optim.Adam(
         model.parameters(), lr=settings["lr"], weight_decay=settings.get("weight_decay", 0.0)
@@ -162,7 +277,6 @@ def run_job(
     shuffle = torch.Generator().manual_seed(seed)
     max_epochs = int(settings["max_epochs"])
     patience = int(settings["early_stopping_patience"])
-    monitor = settings.get("monitor", "val_loss")
     clip = settings.get("grad_clip_norm")
 
     log(
@@ -177,24 +291,27 @@ def run_job(
     for epoch in range(1, max_epochs + 1):
         epoch_start = time.perf_counter()
         model.train()
-        total_loss, correct, count = 0.0, 0, 0
-        for xb, yb in iterate_batches(X, y, train_idx, batch_size, generator=shuffle):
+        loss_sum, second, n_rows = 0.0, 0.0, 0
+        for xb, yb, mb in _batches(objective, X, y, mask, train_idx, batch_size, shuffle):
             xb, yb = xb.to(device), yb.to(device)
+            mb = mb.to(device) if mb is not None else None
             optimizer.zero_grad(set_to_none=True)
-            logits = model(xb)
-            loss = F.cross_entropy(logits, yb)
+            loss, batch_loss, batch_second = objective.batch_sums(model(xb), yb, mb)
             loss.backward()
             if clip:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
             optimizer.step()
-            total_loss += loss.item() * len(yb)
-            correct += (logits.argmax(dim=1) == yb).sum().item()
-            count += len(yb)
-        val_loss, val_acc = evaluate(model, X, y, val_idx, batch_size, device)
+            loss_sum += batch_loss
+            second += batch_second
+            n_rows += len(yb)
+        train_loss, train_acc = objective.summarise(loss_sum, second, n_rows)
+        val_loss, val_acc = evaluate(
+            model, objective, X, y, mask, val_idx, batch_size, device
+        )  # fmt: skip
         row = {
             "epoch": epoch,
-            "train_loss": total_loss / count,
-            "train_accuracy": correct / count,
+            "train_loss": train_loss,
+            "train_accuracy": train_acc,
             "val_loss": val_loss,
             "val_accuracy": val_acc,
             "seconds": time.perf_counter() - epoch_start,
@@ -218,9 +335,20 @@ def run_job(
 
     model.load_state_dict(best_state)
     test_start = time.perf_counter()
-    test_loss, test_acc = evaluate(model, X, y, test_idx, batch_size, device)
+    test_loss, test_acc = evaluate(model, objective, X, y, mask, test_idx, batch_size, device)
+    per_test_set = {}
+    for key, rows in test_sets.items():  # one per Δ / drop rate (fixed_test_sets)
+        set_loss, set_acc = evaluate(model, objective, X, y, mask, rows, batch_size, device)
+        per_test_set[key] = {
+            "n": int(len(rows)),
+            "loss": set_loss,
+            "error": objective.error(set_loss, set_acc),
+            **({"accuracy": set_acc} if objective.task == "classification" else {}),
+        }
+        log(f"test set {key}: loss={set_loss:.4f} error={per_test_set[key]['error']:.4f}")
     test_seconds = time.perf_counter() - test_start
-    log(f"test (best epoch {best_epoch}): loss={test_loss:.4f} accuracy={test_acc:.4f}")
+    test_error = objective.error(test_loss, test_acc)
+    log(f"test (best epoch {best_epoch}): loss={test_loss:.4f} error={test_error:.4f}")
 
     curve_path = record_path.with_name(record_path.stem + ".curve.csv")
     buffer = io.StringIO()
@@ -236,13 +364,16 @@ def run_job(
         "family": spec["model_params"]["family"],
         "fold": fold,
         "seed": seed,
-        "task": "classification",
-        "test_accuracy": test_acc,
-        "test_error": 1.0 - test_acc,
+        "task": objective.task,
+        # classification: error = 1 - accuracy; regression: error = the test MSE
+        "error_metric": "error" if objective.task == "classification" else "mse",
+        "test_accuracy": test_acc if objective.task == "classification" else None,
+        "test_error": test_error,
         "test_loss": test_loss,
+        "test_sets": per_test_set,
         "best_epoch": best_epoch,
         "best_val_loss": best[0],
-        "best_val_accuracy": best[1],
+        "best_val_accuracy": best[1] if objective.task == "classification" else None,
         "epochs_run": len(curve),
         "max_epochs": max_epochs,
         "stopped_early": stopped_early,
@@ -254,6 +385,7 @@ def run_job(
         "test_seconds": test_seconds,
         "params": n_params,
         "mmac": model_mmac,
+        "mmac_full": model_mmac_full,
         "device": str(device),
         "device_name": torch.cuda.get_device_name() if device.type == "cuda" else None,
         "threads": torch.get_num_threads(),
