@@ -329,3 +329,29 @@ def test_table4_complexity_is_reproduced(name):
         assert figures["mmac"] == pytest.approx(
             published[(domain, "FLOPs")], abs=0.6 * 10 ** -(digits - 1)
         ), domain
+
+
+def test_a_module_can_count_its_own_macs():
+    """complexity.mmac picks up a module's count_macs (work ptflops' hooks cannot see),
+    per convention, and still counts its child modules with their own hooks."""
+
+    class Squares(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(3, 4)  # counted by ptflops: L * (3*4 + 4)
+
+        def forward(self, x):  # (B, C=3, L)
+            h = self.proj(x.transpose(1, 2))  # (B, L, 4)
+            return (h @ h.transpose(1, 2)).mean(dim=(1, 2)).unsqueeze(-1)  # (B, 1)
+
+        def count_macs(self, inputs, output, convention):
+            B, _, L = inputs[0].shape
+            return B * L * L * 4 if convention == "full" else 0  # the Gram product
+
+    L = 10
+    linear = L * (3 * 4 + 4)
+    assert mmac(Squares(), 3, L, convention="paper") * 1e6 == pytest.approx(linear)
+    assert mmac(Squares(), 3, L, convention="full") * 1e6 == pytest.approx(linear + L * L * 4)
+    assert mmac(Squares(), 3, L, device="meta", convention="full") * 1e6 == pytest.approx(
+        linear + L * L * 4
+    )

@@ -87,9 +87,9 @@ def _channel_glu_hook(module: ChannelGLU, inputs: tuple, output: torch.Tensor) -
     module.__flops__ += B * L * (2 * H * H + 2 * H) + B * L * H
 
 
-def _own_macs_hook(convention: str):
+def _own_macs_hook(convention: str, sink: list[int]):
     def hook(module: nn.Module, inputs: tuple, output) -> None:
-        module.__flops__ += int(module.count_macs(inputs, output, convention))
+        sink.append(int(module.count_macs(inputs, output, convention)))
 
     return hook
 
@@ -123,14 +123,17 @@ def mmac(
         return torch.randn(1, n_channels, length, generator=gen, dtype=dtype)
 
     hooks = {S4DLayer: s4d_hook, ChannelGLU: _channel_glu_hook}
-    # A module class of any family may count its own work (what ptflops' module hooks do
-    # not see: tensor ops, attention products, scans) with a method
+    # A module of any family may count its own work (what ptflops' module hooks do not
+    # see: tensor ops, attention products, scans) with a method
     # ``count_macs(inputs, output, convention) -> int`` (one forward call, whole batch).
-    # It counts only its own work: its child modules (Linear, Conv1d...) keep their hooks.
-    for module in work.modules():
-        cls = type(module)
-        if cls not in hooks and callable(getattr(cls, "count_macs", None)):
-            hooks[cls] = _own_macs_hook(convention)
+    # It counts only its own work: its child modules (Linear, Conv1d...) keep their
+    # ptflops hooks. (Not a ptflops custom hook: ptflops would then ignore the children.)
+    own_macs: list[int] = []
+    handles = [
+        module.register_forward_hook(_own_macs_hook(convention, own_macs))
+        for module in work.modules()
+        if callable(getattr(module, "count_macs", None))
+    ]
 
     sink = io.StringIO()
     with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), torch.no_grad():
@@ -146,9 +149,11 @@ def mmac(
             backend="pytorch",
             backend_specific_config={"count_functional": False},
         )
+    for handle in handles:
+        handle.remove()
     if macs is None:
         raise RuntimeError(f"ptflops could not count the model:\n{sink.getvalue()}")
-    return macs / 1e6
+    return (macs + sum(own_macs)) / 1e6
 
 
 def domain_averages(
