@@ -6,7 +6,7 @@
     ssmbench prepare --benchmark B --dataset D
     ssmbench train   --benchmark B --dataset D --model M --fold K
     ssmbench report
-    ssmbench complexity --channels C --classes K --length L
+    ssmbench complexity --channels C --classes K --length L | --table4 [--csv F]
     ssmbench datasets [--benchmark B] [--domain D] [--format table|csv]
 
 Every command but `datasets` reads params.yaml (--params) and the suite (--suite, default:
@@ -127,18 +127,56 @@ def cmd_complexity(args) -> int:
     from ssmbench.models import build_model
 
     params = _params(args)
-    names = args.models or list(params["models"])
-    shape = f"C={args.channels}, K={args.classes}, L={args.length}"
-    print(f"{'model':<14}{'params':>12}{'MMac':>12}   ({shape})")
-    for name in names:
+    for name in args.models or []:
         if name not in params["models"]:
             raise ConfigError(
                 f"--models: unknown model {name!r} (known: {', '.join(params['models'])})"
             )
+    if args.table4:
+        return _complexity_table4(params, args)
+    if None in (args.channels, args.classes, args.length):
+        raise ConfigError("complexity: give --channels, --classes and --length, or --table4")
+    names = args.models or list(params["models"])
+    shape = f"C={args.channels}, K={args.classes}, L={args.length}"
+    print(f"{'model':<14}{'params':>12}{'MMac':>12}   ({shape})")
+    for name in names:
         model = build_model(name, args.channels, args.classes, args.length, params["models"][name])
+        if getattr(model, "KIND", "") == "estimator":
+            print(f"{name:<14}{'n/a':>12}{'n/a':>12}")
+            continue
         print(
             f"{name:<14}{count_params(model):>12,}{mmac(model, args.channels, args.length):>12.3f}"
         )
+    return 0
+
+
+def _complexity_table4(params, args) -> int:
+    """Per model and MONSTER domain: ours beside the MS4N paper's Table 4."""
+    from ssmbench.complexity import table4_comparison
+    from ssmbench.io import atomic_write
+
+    df = table4_comparison(params["models"], args.models)
+
+    def num(v, fmt):
+        return "n/a" if v is None or v != v else format(v, fmt)
+
+    def pct(v):
+        return "" if v is None or v != v else f"{v:+.1f}%"
+
+    print(
+        f"{'model':<13}{'domain':<10}{'params':>10}{'paper':>10}{'diff':>8}"
+        f"{'MMac':>11}{'paper':>11}{'diff':>8}"
+    )
+    for r in df.itertuples(index=False):
+        print(
+            f"{r.model:<13}{r.domain:<10}{num(r.params, ',.0f'):>10}"
+            f"{num(r.params_paper, ',.0f'):>10}{pct(r.params_diff_pct):>8}"
+            f"{num(r.mmac, ',.2f'):>11}{num(r.mmac_paper, ',.2f'):>11}"
+            f"{pct(r.mmac_diff_pct):>8}"
+        )
+    if args.csv:
+        atomic_write(args.csv, lambda p: df.to_csv(p, index=False, lineterminator="\n"))
+        _log(f"wrote {args.csv}")
     return 0
 
 
@@ -205,11 +243,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("report", help="metrics.csv, summary.json, tables, figures").set_defaults(
         func=cmd_report
     )
-    p = sub.add_parser("complexity", help="params and MMac of models for one input shape")
-    p.add_argument("--channels", type=int, required=True)
-    p.add_argument("--classes", type=int, required=True)
-    p.add_argument("--length", type=int, required=True)
+    p = sub.add_parser(
+        "complexity",
+        help="params and MMac of models for one input shape, or beside the paper's Table 4",
+    )
+    p.add_argument("--channels", type=int)
+    p.add_argument("--classes", type=int)
+    p.add_argument("--length", type=int)
     p.add_argument("--models", nargs="*")
+    p.add_argument(
+        "--table4",
+        action="store_true",
+        help="per MONSTER domain: our average params and MMac beside the MS4N paper's Table 4",
+    )
+    p.add_argument("--csv", help="with --table4: also write the comparison to this CSV")
     p.set_defaults(func=cmd_complexity)
     p = sub.add_parser("datasets", help="list the datasets of both studies (reads no config)")
     p.add_argument("--benchmark", help="only this benchmark (uea, monster, physiome, ...)")

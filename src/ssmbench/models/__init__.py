@@ -15,6 +15,8 @@ from typing import Any
 
 import torch.nn as nn
 
+from .convtran import ConvTranClassifier
+from .estimators import ExtraTreesModel, HydraModel, QuantModel
 from .ms4 import MS4Classifier, S4DClassifier
 from .s4d import S4DKernel, S4DLayer
 
@@ -31,9 +33,14 @@ __all__ = [
 
 #: family name (params.yaml ``family``) -> model class. Each class lists its accepted
 #: hyperparameters and their types in ``HYPERPARAMS``.
-FAMILIES: dict[str, type[nn.Module]] = {
+FAMILIES: dict[str, type] = {
     "ms4": MS4Classifier,
     "s4d": S4DClassifier,
+    "convtran": ConvTranClassifier,
+    # non-deep (fit once, no epochs): KIND = "estimator", see estimators.py
+    "quant": QuantModel,
+    "hydra": HydraModel,
+    "extratrees": ExtraTreesModel,
 }
 
 
@@ -60,6 +67,8 @@ def _check_value(name: str, key: str, value: Any, kind: type) -> None:
             raise bad("a number")
         if key == "dropout" and not 0.0 <= value < 1.0:
             raise bad("in [0, 1)")
+        if key == "max_features" and not 0.0 < value <= 1.0:
+            raise bad("a fraction in (0, 1]")
         return
     raise AssertionError(f"unsupported hyperparameter type {kind}")  # pragma: no cover
 

@@ -83,6 +83,8 @@ class MS4Classifier(nn.Module):
 
     #: can return one output per time step (``per_step=True``)
     SUPPORTS_PER_STEP = True
+    #: small hyperparameters for the contract tests (tests/test_model_contract.py)
+    TEST_PARAMS = {"d_model": 8, "d_state": 8}
 
     #: hyperparameters accepted from params.yaml and their types
     HYPERPARAMS: dict[str, type] = {
@@ -141,6 +143,7 @@ class S4DClassifier(nn.Module):
     HYPERPARAMS: dict[str, type] = {"d_state": int, "dropout": float}
     HEAD_WIDTH = 64
     SUPPORTS_PER_STEP = True
+    TEST_PARAMS = {"d_state": 8}
 
     def __init__(
         self,

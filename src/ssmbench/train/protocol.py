@@ -247,6 +247,7 @@ def run_job(
 
     dataset = PreparedDataset(spec["prepared_dir"])
     meta = dataset.meta
+    spec = {**spec, "dataset_sha256": meta.get("raw_files")}
     X, y = dataset.X, dataset.y
     objective = Objective(meta, y.shape)
     mask = dataset.target_mask if objective.task == "regression" else None
@@ -265,6 +266,11 @@ def run_job(
         spec["model"], n_channels, objective.n_outputs, length, spec["model_params"],
         per_step=objective.per_step,
     )  # fmt: skip
+    if getattr(model, "KIND", None) == "estimator":  # QUANT, Hydra, ExtraTrees
+        return _run_estimator(
+            spec, record_path, model, dataset, objective,
+            (train_idx, val_idx, test_idx), test_sets, seed, threads, log,
+        )  # fmt: skip
     n_params = count_params(model)
     # "paper": counted as the MS4N paper's tables count (comparable with them); "full":
     # with the S4D convolution (ssmbench.complexity explains both).
@@ -335,10 +341,47 @@ def run_job(
 
     model.load_state_dict(best_state)
     test_start = time.perf_counter()
-    test_loss, test_acc = evaluate(model, objective, X, y, mask, test_idx, batch_size, device)
+
+    def score(rows):
+        return evaluate(model, objective, X, y, mask, rows, batch_size, device)
+
+    tested = _test(objective, score, test_idx, test_sets, log)
+    test_seconds = time.perf_counter() - test_start
+    log(f"test (best epoch {best_epoch}): loss={tested['test_loss']:.4f} "
+        f"error={tested['test_error']:.4f}")  # fmt: skip
+    return _write_run(
+        spec, record_path, curve, objective,
+        {
+            **tested,
+            "best_epoch": best_epoch,
+            "best_val_loss": best[0],
+            "best_val_accuracy": best[1] if objective.task == "classification" else None,
+            "epochs_run": len(curve),
+            "max_epochs": max_epochs,
+            "stopped_early": stopped_early,
+            "batch_size": batch_size,
+            "n_train": len(train_idx),
+            "n_val": len(val_idx),
+            "n_test": len(test_idx),
+            "train_seconds": train_seconds,
+            "test_seconds": test_seconds,
+            "params": n_params,
+            "mmac": model_mmac,
+            "mmac_full": model_mmac_full,
+            "device": str(device),
+            "device_name": torch.cuda.get_device_name() if device.type == "cuda" else None,
+            "threads": torch.get_num_threads(),
+        },
+    )  # fmt: skip
+
+
+def _test(objective, score, test_idx, test_sets, log) -> dict:
+    """The test fold's loss and error, and each separate test set's (fixed_test_sets:
+    one per Δ or drop rate). ``score(rows) -> (loss, accuracy)``."""
+    test_loss, test_acc = score(test_idx)
     per_test_set = {}
-    for key, rows in test_sets.items():  # one per Δ / drop rate (fixed_test_sets)
-        set_loss, set_acc = evaluate(model, objective, X, y, mask, rows, batch_size, device)
+    for key, rows in test_sets.items():
+        set_loss, set_acc = score(rows)
         per_test_set[key] = {
             "n": int(len(rows)),
             "loss": set_loss,
@@ -346,10 +389,18 @@ def run_job(
             **({"accuracy": set_acc} if objective.task == "classification" else {}),
         }
         log(f"test set {key}: loss={set_loss:.4f} error={per_test_set[key]['error']:.4f}")
-    test_seconds = time.perf_counter() - test_start
-    test_error = objective.error(test_loss, test_acc)
-    log(f"test (best epoch {best_epoch}): loss={test_loss:.4f} error={test_error:.4f}")
+    return {
+        # classification: error = 1 - accuracy; regression: error = the test MSE
+        "error_metric": "error" if objective.task == "classification" else "mse",
+        "test_accuracy": test_acc if objective.task == "classification" else None,
+        "test_error": objective.error(test_loss, test_acc),
+        "test_loss": test_loss,
+        "test_sets": per_test_set,
+    }
 
+
+def _write_run(spec, record_path: Path, curve: list[dict], objective, results: dict) -> dict:
+    """Write the run's curve, then its record (both atomically): docs/contracts.md."""
     curve_path = record_path.with_name(record_path.stem + ".curve.csv")
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CURVE_COLUMNS, lineterminator="\n")
@@ -357,44 +408,90 @@ def run_job(
     writer.writerows(curve)
     atomic_write_text(curve_path, buffer.getvalue())
 
+    fold, settings = int(spec["fold"]), spec["settings"]
     record = {
         "benchmark": spec["benchmark"],
         "dataset": spec["dataset"],
         "model": spec["model"],
         "family": spec["model_params"]["family"],
         "fold": fold,
-        "seed": seed,
+        "seed": int(settings.get("seed_base", 0)) + fold,
         "task": objective.task,
-        # classification: error = 1 - accuracy; regression: error = the test MSE
-        "error_metric": "error" if objective.task == "classification" else "mse",
-        "test_accuracy": test_acc if objective.task == "classification" else None,
-        "test_error": test_error,
-        "test_loss": test_loss,
-        "test_sets": per_test_set,
-        "best_epoch": best_epoch,
-        "best_val_loss": best[0],
-        "best_val_accuracy": best[1] if objective.task == "classification" else None,
-        "epochs_run": len(curve),
-        "max_epochs": max_epochs,
-        "stopped_early": stopped_early,
-        "batch_size": batch_size,
-        "n_train": len(train_idx),
-        "n_val": len(val_idx),
-        "n_test": len(test_idx),
-        "train_seconds": train_seconds,
-        "test_seconds": test_seconds,
-        "params": n_params,
-        "mmac": model_mmac,
-        "mmac_full": model_mmac_full,
-        "device": str(device),
-        "device_name": torch.cuda.get_device_name() if device.type == "cuda" else None,
-        "threads": torch.get_num_threads(),
+        **results,
         "model_params": spec["model_params"],
         "protocol": settings,
-        "dataset_sha256": meta.get("raw_files"),
+        "dataset_sha256": spec.get("dataset_sha256"),
         "code_digest": spec.get("code"),
         "curve_file": curve_path.name,
     }
     record.update(provenance())
     atomic_write_json(record_path, record)
     return record
+
+
+def _run_estimator(
+    spec, record_path, model, dataset, objective, splits, test_sets, seed, threads, log
+) -> dict:
+    """Fit a non-deep model (models/estimators.py) once and score it: no epochs, no early
+    stopping. It fits on all non-test rows (``fit_on_validation``, the default) or on the
+    deep models' training rows, then scores the validation rows too."""
+    from sklearn.metrics import log_loss
+
+    if objective.task != "classification":
+        raise ValueError(
+            f"model {spec['model']!r} is a classifier; {spec['dataset']} is a {objective.task} task"
+        )
+    train_idx, val_idx, test_idx = splits
+    X, y = dataset.X, dataset.y
+    classes = np.arange(objective.n_outputs)
+    model.configure(random_state=seed, n_jobs=threads)
+    fit_rows = np.union1d(train_idx, val_idx) if model.fit_on_validation else train_idx
+    log(
+        f"[{spec['benchmark']}/{spec['dataset']}/{spec['model']}/fold{spec['fold']}] "
+        f"seed={seed} fit on {len(fit_rows)} rows "
+        f"({'training + validation' if model.fit_on_validation else 'training'}), "
+        f"test={len(test_idx)}"
+    )
+
+    def score(rows):
+        proba = model.predict_proba(np.asarray(X[rows], dtype=np.float32))
+        labels = np.asarray(y[rows], dtype=np.int64)
+        loss = log_loss(labels, np.clip(proba, 1e-15, 1.0), labels=classes)
+        return float(loss), float(np.mean(proba.argmax(axis=1) == labels))
+
+    started = time.perf_counter()
+    model.fit(np.asarray(X[fit_rows], dtype=np.float32), np.asarray(y[fit_rows]))
+    train_seconds = time.perf_counter() - started
+    val_loss, val_acc = (None, None) if model.fit_on_validation else score(val_idx)
+    test_start = time.perf_counter()
+    tested = _test(objective, score, test_idx, test_sets, log)
+    test_seconds = time.perf_counter() - test_start
+    log(f"test: loss={tested['test_loss']:.4f} error={tested['test_error']:.4f}")
+    curve = [
+        {"epoch": 1, "train_loss": None, "train_accuracy": None, "val_loss": val_loss,
+         "val_accuracy": val_acc, "seconds": train_seconds}
+    ]  # fmt: skip
+    return _write_run(
+        spec, record_path, curve, objective,
+        {
+            **tested,
+            "best_epoch": 1,
+            "best_val_loss": val_loss,
+            "best_val_accuracy": val_acc,
+            "epochs_run": 1,
+            "max_epochs": 1,
+            "stopped_early": False,
+            "batch_size": None,
+            "n_train": len(fit_rows),
+            "n_val": 0 if model.fit_on_validation else len(val_idx),
+            "n_test": len(test_idx),
+            "train_seconds": train_seconds,
+            "test_seconds": test_seconds,
+            "params": None,  # not applicable: see models.estimators.COMPLEXITY_PROXY
+            "mmac": None,
+            "mmac_full": None,
+            "device": "cpu",
+            "device_name": None,
+            "threads": int(threads),
+        },
+    )  # fmt: skip
