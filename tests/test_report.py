@@ -253,3 +253,22 @@ def test_build_report_without_records(tmp_path):
     (tmp_path / "runs" / "uea").mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match="no finished run records"):
         build_report(tmp_path / "runs", tmp_path / "results", tmp_path / "figures", {})
+
+
+def test_figure7_places_models_without_a_count_at_the_papers_proxies(runs_dir, tmp_path):
+    from ssmbench.report.figures import rank_vs_complexity
+
+    for fold, err in enumerate([0.3, 0.1]):  # QUANT on BasicMotions: params/MMac null
+        record = _record("BasicMotions", "MS4", fold, err)
+        record.update(model="Quant", family="quant", params=None, mmac=None)
+        folder = runs_dir / "uea" / "BasicMotions" / "Quant"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"fold{fold}.json").write_text(json.dumps(record))
+        _curve("MS4", 1).to_csv(folder / f"fold{fold}.curve.csv", index=False)
+    from ssmbench.report.aggregate import summary_frame
+
+    summary = summary_frame(collect_records(runs_dir))
+    points = rank_vs_complexity(summary[summary["benchmark"] == "uea"]).set_index("model")
+    assert points.loc["Quant", "mmac"] == 1e-6 and points.loc["Quant", "params"] == 20_000
+    assert points.loc["MS4N", "mmac"] == pytest.approx(11.24)
+    assert figure7(collect_records(runs_dir), tmp_path / "f7", "uea")["png"].stat().st_size > 1000

@@ -55,6 +55,23 @@ def _colours(keys: Sequence[str]) -> dict[str, tuple]:
 # ---------------------------------------------------------------- Figure 7
 
 
+def rank_vs_complexity(summary: pd.DataFrame) -> pd.DataFrame:
+    """The points of Figure 7A: models with a mean rank and MMac > 0. Models without
+    parameters or MACs (QUANT, Hydra, ET: null in their records) are placed at the MS4N
+    paper's proxies of 20K parameters and 1 FLOP (``models.estimators.COMPLEXITY_PROXY``)."""
+    from ssmbench.models import FAMILIES
+    from ssmbench.models.estimators import COMPLEXITY_PROXY
+
+    s = summary.copy()
+    estimators = [f for f, cls in FAMILIES.items() if getattr(cls, "KIND", "") == "estimator"]
+    no_count = pd.to_numeric(s["mmac"], errors="coerce").isna() & s["family"].isin(estimators)
+    s["mmac"] = pd.to_numeric(s["mmac"], errors="coerce").astype(float)
+    s["params"] = pd.to_numeric(s["params"], errors="coerce").astype(float)
+    s.loc[no_count, "mmac"] = COMPLEXITY_PROXY["mmac"]
+    s.loc[no_count, "params"] = float(COMPLEXITY_PROXY["params"])
+    return s[s["mean_rank"].notna() & (s["mmac"] > 0)]
+
+
 def figure7(data: pd.DataFrame, path_stem: str | os.PathLike, benchmark: str) -> dict[str, Path]:
     """Figure 7: (A) mean rank vs MMac (log x), bubble area ~ params, labelled by model;
     (B) mean error per model; (C) mean std per model. Colour = model family.
@@ -79,17 +96,8 @@ def figure7(data: pd.DataFrame, path_stem: str | os.PathLike, benchmark: str) ->
     fig = Figure(figsize=(13, 4.2), layout="constrained")
     ax_a, ax_b, ax_c = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.4, 1, 1]})
 
-    # A: rank vs MMac. Models without parameters or MACs (QUANT, Hydra, ET: null in their
-    # records) sit at the paper's proxies of 20K parameters and 1 FLOP.
-    from ssmbench.models import FAMILIES
-    from ssmbench.models.estimators import COMPLEXITY_PROXY
-
-    estimators = [f for f, cls in FAMILIES.items() if getattr(cls, "KIND", "") == "estimator"]
-    no_count = pd.to_numeric(s["mmac"], errors="coerce").isna() & s["family"].isin(estimators)
-    s.loc[no_count, "mmac"] = COMPLEXITY_PROXY["mmac"]
-    s.loc[no_count, "params"] = COMPLEXITY_PROXY["params"]
-    ok = s["mean_rank"].notna() & (pd.to_numeric(s["mmac"], errors="coerce") > 0)
-    a = s[ok]
+    # A: rank vs MMac
+    a = rank_vs_complexity(s)
     params = pd.to_numeric(a["params"], errors="coerce").fillna(0).to_numpy(float)
     if len(a):
         pmax = params.max() if params.max() > 0 else 1.0
