@@ -19,6 +19,7 @@ from .convtran import ConvTranClassifier
 from .estimators import ExtraTreesModel, HydraModel, QuantModel
 from .ms4 import MS4Classifier, S4DClassifier
 from .s4d import S4DKernel, S4DLayer
+from .transformers import InformerClassifier, ITransformerClassifier, TransformerClassifier
 
 __all__ = [
     "FAMILIES",
@@ -37,6 +38,9 @@ FAMILIES: dict[str, type] = {
     "ms4": MS4Classifier,
     "s4d": S4DClassifier,
     "convtran": ConvTranClassifier,
+    "transformer": TransformerClassifier,
+    "informer": InformerClassifier,
+    "itransformer": ITransformerClassifier,
     # non-deep (fit once, no epochs): KIND = "estimator", see estimators.py
     "quant": QuantModel,
     "hydra": HydraModel,
