@@ -258,3 +258,36 @@ def test_tides_datasets_through_the_workflow(tmp_path):
         assert re.search(rf"^{rule}\s+{count}$", stats, re.M), stats
     retrained = re.findall(r"output: (results/runs/\S+\.json)", changed)
     assert retrained == ["results/runs/synthetic/FadingFlash/MS4N/fold0.json"], retrained
+
+
+def test_mixed_model_suite_through_the_workflow(tmp_path):
+    """Several families (SSM, attention, convolution + attention, non-deep) on two real
+    UEA sets, through the real Snakemake: every run writes a record of the same shape."""
+
+    def mixed(params):
+        params["suite"] = "zoo-mixed"
+        params["suites"]["zoo-mixed"]["overrides"] = {"max_epochs": 2}
+        for name in ("Transformer", "Informer"):  # the contract does not need their width
+            params["models"][name]["d_ff"] = 64
+        params["models"]["Quant"]["n_estimators"] = 20
+        params["models"]["ET"]["n_estimators"] = 20
+
+    project = make_project(tmp_path / "proj", mixed)
+    env = tool_env(project)
+    run(["snakemake", "--cores", "2"], project, env)
+    models = yaml.safe_load((project / "params.yaml").read_text())["suites"]["zoo-mixed"]["models"]
+    for dataset in ("BasicMotions", "JapaneseVowels"):
+        for model in models:
+            path = project / f"results/runs/uea/{dataset}/{model}/fold0.json"
+            record = json.loads(path.read_text())
+            assert 0.0 <= record["test_error"] <= 1.0, (dataset, model)
+            assert (path.parent / record["curve_file"]).is_file()
+            if model in ("Quant", "Hydra", "ET"):
+                assert record["params"] is None and record["epochs_run"] == 1
+                assert record["n_train"] + record["n_test"] == (
+                    80 if dataset == "BasicMotions" else 640
+                )
+            else:
+                assert record["params"] > 0 and record["epochs_run"] == 2
+    summary = json.loads((project / "results/summary.json").read_text())
+    assert set(summary["uea"]) == set(models)
