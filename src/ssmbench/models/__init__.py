@@ -17,6 +17,7 @@ import torch.nn as nn
 
 from .convtran import ConvTranClassifier
 from .estimators import ExtraTreesModel, HydraModel, QuantModel
+from .mamba import Mamba1Classifier, Mamba2Classifier
 from .ms4 import MS4Classifier, S4DClassifier
 from .s4d import S4DKernel, S4DLayer
 from .transformers import InformerClassifier, ITransformerClassifier, TransformerClassifier
@@ -38,6 +39,8 @@ FAMILIES: dict[str, type] = {
     "ms4": MS4Classifier,
     "s4d": S4DClassifier,
     "convtran": ConvTranClassifier,
+    "mamba1": Mamba1Classifier,
+    "mamba2": Mamba2Classifier,
     "transformer": TransformerClassifier,
     "informer": InformerClassifier,
     "itransformer": ITransformerClassifier,
