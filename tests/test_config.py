@@ -169,3 +169,14 @@ def test_monster_suite_sources_checked_before_jobs(params, tmp_path):
     params["suites"]["default"]["overrides"] = {"local_dir": str(tmp_path / "copy")}
     with pytest.raises(ConfigError, match="neither"):
         check_suite_sources(params)
+
+
+def test_code_digest_is_per_family():
+    """A run depends on its own family's code: adding or editing another family (a new
+    baseline) must not make every existing run stale."""
+    from ssmbench.config import _family_modules, training_code_digest
+
+    assert [p.name for p in _family_modules("ms4")] == ["ms4.py", "s4d.py"]
+    assert [p.name for p in _family_modules("mamba1")] == ["mamba.py"]
+    assert training_code_digest("ms4") != training_code_digest("mamba1")
+    assert training_code_digest("ms4") == training_code_digest("ms4")

@@ -258,36 +258,73 @@ def benchmark_settings(
 # models, the protocol (batch size, splits, loop) and the complexity counts. Its digest is
 # part of every job's settings, so changing what it does reruns the runs; plotting,
 # validation and provenance code are not here.
-TRAINING_CODE = ("models", "train/protocol.py", "data/store.py", "complexity.py")
+TRAINING_CODE = ("train/protocol.py", "data/store.py", "complexity.py")
+#: of models/__init__.py only these count (not the registry dict: registering a new family
+#: must not rerun every other family's runs)
+REGISTRY_FUNCTIONS = ("_check_value", "validate_model_params", "build_model", "supports_per_step")
 
 
-@functools.lru_cache(maxsize=1)
-def training_code_digest() -> str:
-    """Hash of the training code's syntax trees, docstrings removed: editing comments,
-    docstrings or formatting changes nothing, editing what the code does changes it."""
-    package = Path(__file__).parent
-    files = sorted(
-        f
-        for entry in TRAINING_CODE
-        for f in (
-            (package / entry).rglob("*.py") if (package / entry).is_dir() else [package / entry]
-        )
-    )
-    digest = hashlib.sha256()
-    for path in files:
-        tree = ast.parse(path.read_text(), filename=str(path))
-        for node in ast.walk(tree):
-            body = getattr(node, "body", None)
-            if (
-                isinstance(body, list)
-                and body
-                and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def _family_modules(family: str) -> list[Path]:
+    """The model family's module and the models/ modules it imports, transitively
+    (MS4 -> ms4.py, s4d.py)."""
+    import sys
+
+    from ssmbench.models import FAMILIES
+
+    models_dir = Path(__file__).parent / "models"
+    todo = [Path(sys.modules[FAMILIES[family].__module__].__file__)]
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                todo.append(models_dir / f"{node.module.split('.')[0]}.py")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "ssmbench.models."
             ):
-                node.body = body[1:] or [ast.Pass()]
+                todo.append(models_dir / f"{node.module.split('.')[2]}.py")
+    return sorted(seen)
+
+
+@functools.cache
+def training_code_digest(family: str | None = None) -> str:
+    """Hash of the code a run of ``family`` depends on, as syntax trees with docstrings
+    removed (editing comments, docstrings or formatting changes nothing; editing what the
+    code does changes it): the protocol, the prepared-data store, the complexity counts,
+    the registry's functions and the family's own modules. Without ``family``, every
+    model module."""
+    package = Path(__file__).parent
+    models_dir = package / "models"
+    if family is None:
+        model_files = sorted(p for p in models_dir.glob("*.py") if p.name != "__init__.py")
+    else:
+        model_files = _family_modules(family)
+    digest = hashlib.sha256()
+    for path in [package / f for f in TRAINING_CODE] + model_files:
+        tree = _strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(ast.dump(tree).encode())
+    registry = ast.parse((models_dir / "__init__.py").read_text())
+    for node in registry.body:
+        if isinstance(node, ast.FunctionDef) and node.name in REGISTRY_FUNCTIONS:
+            digest.update(ast.dump(_strip_docstrings(node)).encode())
     return digest.hexdigest()[:16]
 
 
@@ -302,7 +339,7 @@ def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]
         "model_params": copy.deepcopy(params["models"][job.model]),
         "settings": benchmark_settings(params, job.benchmark, suite, job.dataset),
         "prepared_dir": str(Path(params["paths"]["prepared"]) / job.benchmark / job.dataset),
-        "code": training_code_digest(),
+        "code": training_code_digest(params["models"][job.model]["family"]),
     }
 
 
