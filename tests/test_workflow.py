@@ -267,8 +267,12 @@ def test_mixed_model_suite_through_the_workflow(tmp_path):
     def mixed(params):
         params["suite"] = "zoo-mixed"
         params["suites"]["zoo-mixed"]["overrides"] = {"max_epochs": 2}
-        for name in ("Transformer", "Informer"):  # the contract does not need their width
-            params["models"][name]["d_ff"] = 64
+        # one or two per family: selective SSM, S4D, attention, conv + attention,
+        # recurrent, convolutional, and the three non-deep models
+        params["suites"]["zoo-mixed"]["models"] = [
+            "MS4N", "Mamba2", "ConvTran", "Informer", "GRU", "FCN", "Quant", "Hydra", "ET",
+        ]  # fmt: skip
+        params["models"]["Informer"]["d_ff"] = 64  # the contract does not need its width
         params["models"]["Quant"]["n_estimators"] = 20
         params["models"]["ET"]["n_estimators"] = 20
 

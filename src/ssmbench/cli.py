@@ -174,6 +174,14 @@ def _complexity_table4(params, args) -> int:
             f"{num(r.mmac, ',.2f'):>11}{num(r.mmac_paper, ',.2f'):>11}"
             f"{pct(r.mmac_diff_pct):>8}"
         )
+    from ssmbench.models import FAMILIES
+
+    for name in dict.fromkeys(df["model"]):
+        for (key, domain), why in getattr(
+            FAMILIES[params["models"][name]["family"]], "TABLE4_GAPS", {}
+        ).items():
+            where = "every domain" if domain == "*" else domain
+            print(f"\n{name} {key} ({where}) is not matched: {why}")
     if args.csv:
         atomic_write(args.csv, lambda p: df.to_csv(p, index=False, lineterminator="\n"))
         _log(f"wrote {args.csv}")

@@ -17,8 +17,11 @@ import torch.nn as nn
 
 from .convtran import ConvTranClassifier
 from .estimators import ExtraTreesModel, HydraModel, QuantModel
+from .fcn import FCNClassifier
+from .inception import HInceptionClassifier
 from .mamba import Mamba1Classifier, Mamba2Classifier
 from .ms4 import MS4Classifier, S4DClassifier
+from .rnn import GRUClassifier, LSTMClassifier
 from .s4d import S4DKernel, S4DLayer
 from .transformers import InformerClassifier, ITransformerClassifier, TransformerClassifier
 
@@ -41,6 +44,10 @@ FAMILIES: dict[str, type] = {
     "convtran": ConvTranClassifier,
     "mamba1": Mamba1Classifier,
     "mamba2": Mamba2Classifier,
+    "gru": GRUClassifier,
+    "lstm": LSTMClassifier,
+    "fcn": FCNClassifier,
+    "hinception": HInceptionClassifier,
     "transformer": TransformerClassifier,
     "informer": InformerClassifier,
     "itransformer": ITransformerClassifier,
