@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -92,6 +93,25 @@ def test_kernel_forms_agree_float64(L):
     assert fast.shape == (3, L)
     torch.testing.assert_close(fast, plain, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(fast, naive, rtol=1e-10, atol=1e-10)
+
+
+def test_b_as_a_step_scale_follows_the_authors_kernel():
+    """b_scales_step (the MS4N authors' MS4NKernel): a real B multiplies each mode's step.
+    With B = 1 it is the standard kernel; B = 2 everywhere equals doubling Δ."""
+    torch.manual_seed(3)
+    scaled = S4DLayer(4, 8, b_scales_step=True).double()
+    torch.manual_seed(3)
+    plain = S4DLayer(4, 8).double()
+    assert not scaled.kernel.B.is_complex() and scaled.kernel.B.numel() == plain.kernel.B.numel()
+    with torch.no_grad():
+        torch.testing.assert_close(scaled.kernel(50), plain.kernel(50))
+        scaled.kernel.B.fill_(2.0)
+        plain.kernel.log_dt += math.log(2.0)
+        # the standard B̄ = (e^{ΛΔ} - 1)/Λ · B with B = 1 is the authors' B̄ at the new step
+        torch.testing.assert_close(scaled.kernel(50), plain.kernel(50))
+        scaled.kernel.B.uniform_(0.5, 1.5)  # per-mode scales: convolution = recurrence
+        u = torch.randn(2, 4, 40, dtype=torch.float64)
+        torch.testing.assert_close(scaled.ssm(u), recurrence(scaled, u), rtol=1e-10, atol=1e-10)
 
 
 def test_convolution_equals_recurrence_float32_default_init():

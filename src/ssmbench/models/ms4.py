@@ -33,6 +33,15 @@ Choices and deviations
 ----------------------
 * Post-norm residual: LayerNorm is applied after the residual addition (x = LN(z + x)),
   as in the reference S4 example classifier with ``prenorm=False``.
+* The MS4N authors' code (https://github.com/h-saadatmand/MS4N, ``model/MS4N.py``) differs
+  from the paper's Algorithm 2 as we first read it in two places, both options here and
+  both set in params.yaml's MS4-family entries to follow the authors' code:
+  ``b_scales_step`` (its S4D kernel's B is a real per-mode scale of the step, not a complex
+  input matrix: see ``s4d.py``) and ``first_layer_residual: false`` (its first block is
+  x = LN(block(x)), with no residual around it; later blocks add one). Same parameter
+  count either way. Not followed: the authors' runs use dropout 0.01 (channel dropout in
+  the layer and dropout in the head; ours: 0) and a separate input projection per block
+  when there are several (ours: one).
 * "MS4" is the same network without LayerNorm (``layer_norm=False``); MS4-2Layer and
   MS4-H128 only change ``n_layers`` / ``d_model``.
 * "S4D" (``S4DClassifier``) means a single S4D layer applied directly to the C input
@@ -93,6 +102,8 @@ class MS4Classifier(nn.Module):
         "n_layers": int,
         "layer_norm": bool,
         "dropout": float,
+        "b_scales_step": bool,
+        "first_layer_residual": bool,
     }
 
     def __init__(
@@ -105,6 +116,8 @@ class MS4Classifier(nn.Module):
         n_layers: int = 1,
         layer_norm: bool = True,
         dropout: float = 0.0,
+        b_scales_step: bool = False,
+        first_layer_residual: bool = True,
         per_step: bool = False,
     ) -> None:
         super().__init__()
@@ -112,9 +125,12 @@ class MS4Classifier(nn.Module):
         self.n_classes = n_classes
         self.length = length
         self.per_step = per_step
+        self.first_layer_residual = first_layer_residual
         H = d_model
         self.input_proj = nn.Linear(n_channels, H)
-        self.ssm_layers = nn.ModuleList([S4DLayer(H, d_state, dropout) for _ in range(n_layers)])
+        self.ssm_layers = nn.ModuleList(
+            [S4DLayer(H, d_state, dropout, b_scales_step) for _ in range(n_layers)]
+        )
         self.mixers = nn.ModuleList([ChannelGLU(H) for _ in range(n_layers)])
         self.norms = nn.ModuleList([nn.LayerNorm(H) for _ in range(n_layers)] if layer_norm else [])
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
@@ -128,7 +144,7 @@ class MS4Classifier(nn.Module):
         for i, (ssm, mixer) in enumerate(zip(self.ssm_layers, self.mixers, strict=True)):
             z = ssm(x.transpose(-1, -2))  # (B, H, L)
             z = self.dropout(mixer(z))  # (B, L, H)
-            x = z + x
+            x = z + x if (i > 0 or self.first_layer_residual) else z
             if self.norms:
                 x = self.norms[i](x)  # LayerNorm over H
         if self.per_step:

@@ -24,8 +24,12 @@ which unrolls into the convolution y = K * u with kernel
 
 Choices and deviations from the reference ``s4d.py``
 ---------------------------------------------------
-* ``B`` is a learnable complex parameter of shape (H, N/2) initialised to ones (the
-  reference folds B into C and has no B). It is stored as a complex-dtype
+* ``B`` (``b_scales_step=False``) is a learnable complex input matrix of shape (H, N/2)
+  initialised to ones (the reference folds B into C and has no B).
+  ``b_scales_step=True`` follows the MS4N authors' code instead
+  (https://github.com/h-saadatmand/MS4N, ``model/MS4N.py``, ``MS4NKernel``): B is real,
+  (H, N/2), ones, and multiplies the step, ΛΔ -> ΛΔB, with B̄ = (exp(ΛΔB) − 1)/Λ; the
+  parameter count is the same (H·N/2). It is stored as a complex-dtype
   ``nn.Parameter`` so that ``p.numel()`` counts it as H·N/2 — the convention of the MS4N
   paper's parameter counts. ``C`` is stored as ``view_as_real`` (H, N/2, 2), so it counts
   H·N. Optimisers in torch handle complex parameters (Adam/AdamW treat them as pairs of
@@ -65,7 +69,12 @@ class S4DKernel(nn.Module):
     """Generates the (H, L) convolution kernel of H independent diagonal SSMs."""
 
     def __init__(
-        self, d_model: int, d_state: int = 64, dt_min: float = 1e-3, dt_max: float = 1e-1
+        self,
+        d_model: int,
+        d_state: int = 64,
+        dt_min: float = 1e-3,
+        dt_max: float = 1e-1,
+        b_scales_step: bool = False,
     ) -> None:
         super().__init__()
         if d_state < 2 or d_state % 2:
@@ -73,11 +82,16 @@ class S4DKernel(nn.Module):
         H, N2 = d_model, d_state // 2
         self.d_model = H
         self.d_state = d_state
+        # False: B is the complex input matrix, B̄ = (exp(ΛΔ) - 1)/Λ · B.
+        # True (the MS4N authors' code): B is real and scales each mode's step,
+        # ΛΔ -> ΛΔB, B̄ = (exp(ΛΔB) - 1)/Λ. Both have H·N/2 parameters in B.
+        self.b_scales_step = b_scales_step
 
         log_dt = torch.rand(H) * (math.log(dt_max) - math.log(dt_min)) + math.log(dt_min)  # (H)
         log_A_real = torch.full((H, N2), math.log(0.5))  # (H, N/2): Re Λ = -0.5
         A_imag = math.pi * torch.arange(N2, dtype=torch.float32).repeat(H, 1)  # (H, N/2)
-        B = torch.ones(H, N2, dtype=torch.cfloat)  # (H, N/2) complex
+        # (H, N/2): complex input matrix, or real per-mode step scales
+        B = torch.ones(H, N2, dtype=torch.float32 if b_scales_step else torch.cfloat)
         C = torch.randn(H, N2, dtype=torch.cfloat)  # (H, N/2) complex, var 0.5 per part
 
         self.log_dt = nn.Parameter(log_dt)
@@ -108,7 +122,11 @@ class S4DKernel(nn.Module):
         A = torch.complex(-torch.exp(self.log_A_real), self.A_imag)  # (H, N/2)
         C = torch.view_as_complex(self.C)  # (H, N/2)
         dtA = A * dt.unsqueeze(-1)  # (H, N/2)
-        B_bar = (torch.exp(dtA) - 1.0) / A * self.B  # (H, N/2)
+        if self.b_scales_step:
+            dtA = dtA * self.B  # per-mode step Δ·B
+            B_bar = (torch.exp(dtA) - 1.0) / A  # (H, N/2)
+        else:
+            B_bar = (torch.exp(dtA) - 1.0) / A * self.B  # (H, N/2)
         return dtA, A, C * B_bar, C
 
     def vandermonde(self, L: int) -> torch.Tensor:
@@ -151,11 +169,13 @@ class S4DKernel(nn.Module):
 class S4DLayer(nn.Module):
     """One S4D block: y = GELU(K * u + D u), then dropout. Input and output (B, H, L)."""
 
-    def __init__(self, d_model: int, d_state: int = 64, dropout: float = 0.0) -> None:
+    def __init__(
+        self, d_model: int, d_state: int = 64, dropout: float = 0.0, b_scales_step: bool = False
+    ) -> None:
         super().__init__()
         self.d_model = d_model
         self.d_state = d_state
-        self.kernel = S4DKernel(d_model, d_state)
+        self.kernel = S4DKernel(d_model, d_state, b_scales_step=b_scales_step)
         self.D = nn.Parameter(torch.randn(d_model))  # (H) skip connection
         self.activation = nn.GELU()
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
@@ -195,9 +215,11 @@ def recurrence(layer: S4DLayer, u: torch.Tensor) -> torch.Tensor:
 
     h_k = Ā h_{k-1} + B̄ u_k,  y_k = 2 Re(Σ_n C_n h_{k,n}) + D u_k, with h_{-1} = 0.
     """
-    dtA, A, _, C = layer.kernel.discretize()  # (H, N/2)
+    dtA, A, _, C = layer.kernel.discretize()  # (H, N/2); dtA includes B when it scales Δ
     A_bar = torch.exp(dtA)  # (H, N/2)
-    B_bar = (torch.exp(dtA) - 1.0) / A * layer.kernel.B  # (H, N/2)
+    B_bar = (torch.exp(dtA) - 1.0) / A  # (H, N/2)
+    if not layer.kernel.b_scales_step:
+        B_bar = B_bar * layer.kernel.B
     Bsz, H, L = u.shape
     h = torch.zeros(Bsz, H, A_bar.size(-1), dtype=A_bar.dtype, device=u.device)  # (B, H, N/2)
     ys = []
