@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 import yaml
@@ -180,3 +181,29 @@ def test_code_digest_is_per_family():
     assert [p.name for p in _family_modules("mamba1")] == ["mamba.py"]
     assert training_code_digest("ms4") != training_code_digest("mamba1")
     assert training_code_digest("ms4") == training_code_digest("ms4")
+
+
+def test_checkpoint_settings_never_make_a_record_stale(tmp_path):
+    """How often a run checkpoints changes how it executes, not its result: editing it
+    must not rerun the grid."""
+    from ssmbench.config import EXECUTION_KEYS, record_is_stale, tracked_settings
+
+    params = load_params(REPO / "params.yaml")
+    spec = job_spec(params, Job("uea", "BasicMotions", "MS4N", 0), "default")
+    record = tmp_path / "fold0.json"
+    record.write_text(
+        json.dumps(
+            {
+                "model_params": spec["model_params"],
+                "protocol": spec["settings"],
+                "code_digest": spec["code"],
+            }  # fmt: skip
+        )
+    )
+    assert not record_is_stale(record, spec)
+    changed = {**spec, "settings": {**spec["settings"], "checkpoint_every": 7}}
+    assert set(EXECUTION_KEYS) <= set(spec["settings"])
+    assert not record_is_stale(record, changed)
+    assert tracked_settings(changed) == tracked_settings(spec)
+    other = {**spec, "settings": {**spec["settings"], "lr": 0.5}}
+    assert record_is_stale(record, other)

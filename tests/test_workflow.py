@@ -47,6 +47,7 @@ def test_snakemake_tiny_suite_end_to_end(tmp_path):
         assert record["epochs_run"] == 2 and 1 <= record["best_epoch"] <= 2
         assert 0.0 <= record["test_error"] <= 1.0
         assert record["params"] > 0 and record["mmac"] > 0
+        assert record["attempt"] == 1  # the attempt reaches the record
         assert (path.parent / record["curve_file"]).is_file()
     metrics = pd.read_csv(project / "results" / "metrics.csv")
     assert len(metrics) == 4

@@ -8,6 +8,7 @@
     ssmbench report
     ssmbench complexity --channels C --classes K --length L | --table4 [--csv F]
     ssmbench datasets [--benchmark B] [--domain D] [--format table|csv]
+    ssmbench status  [--suite S] [--state STATE ...] [--format table|csv|json]
 
 Every command but `datasets` reads params.yaml (--params) and the suite (--suite, default:
 params.yaml's `suite`); `datasets` prints the dataset catalog and reads no config.
@@ -88,6 +89,7 @@ def cmd_train(args) -> int:
     if args.fast_malloc:  # before torch is imported: the re-executed process pays it once
         restart_with_malloc_env(["-m", "ssmbench.cli", *sys.argv[1:]])
     from ssmbench.config import Job, job_spec
+    from ssmbench.train.checkpoint import TrainingInterrupted, checkpoint_path
     from ssmbench.train.protocol import run_job
 
     params = _params(args)
@@ -96,7 +98,14 @@ def cmd_train(args) -> int:
     if args.max_epochs:
         spec["settings"]["max_epochs"] = args.max_epochs
     record = Path(args.record) if args.record else job.record_path(params["paths"]["runs"])
-    result = run_job(spec, record, threads=args.threads, log=_log)
+    # The run's checkpoint (resume after SIGTERM/SIGUSR1, a time limit or a hard kill) is
+    # paths.checkpoints/{benchmark}/{dataset}/{model}/fold{k}.pt: no rule passes it.
+    checkpoint = checkpoint_path(params["paths"]["checkpoints"], job)
+    try:
+        result = run_job(spec, record, threads=args.threads, log=_log, checkpoint_path=checkpoint)
+    except TrainingInterrupted as stop:
+        _log(f"ssmbench train: {stop}")
+        return stop.code
     _log(f"wrote {record}: test_error={result['test_error']:.4f} best_epoch={result['best_epoch']}")
     return 0
 
@@ -218,6 +227,27 @@ def cmd_datasets(args) -> int:
     return 0
 
 
+def cmd_status(args) -> int:
+    """Every run of the suite: done / stale / failed / incomplete / missing (see
+    ssmbench.status), with counts and each failed run's last error line."""
+    from ssmbench.status import format_csv, format_json, format_table, suite_status, summary_line
+
+    params = _params(args)
+    statuses = suite_status(params)
+    shown = [s for s in statuses if not args.state or s.state in args.state]
+    summary = summary_line(params["suite"], statuses)
+    if args.format == "json":
+        sys.stdout.write(format_json(params["suite"], statuses, shown))
+    elif args.format == "csv":
+        sys.stdout.write(format_csv(shown))
+        _log(summary)  # stderr: stdout stays a plain CSV
+    else:
+        if shown:
+            print(format_table(shown))
+        print(summary)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ssmbench", description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -271,6 +301,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--domain", help="only this domain (Audio, EEG, HAR, Satellite, ...)")
     p.add_argument("--format", choices=("table", "csv"), default="table")
     p.set_defaults(func=cmd_datasets)
+    p = sub.add_parser(
+        "status",
+        help="each run of the suite: done / stale / failed / incomplete / missing, with the "
+        "last error line of each failed run (reads records and logs, no dataset)",
+    )
+    p.add_argument(
+        "--suite", default=argparse.SUPPRESS, help="suite name (default: params.yaml's `suite`)"
+    )
+    p.add_argument(
+        "--state",
+        nargs="+",
+        choices=("done", "stale", "failed", "incomplete", "missing"),
+        help="list only runs in these states (the counts still cover every run)",
+    )
+    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.set_defaults(func=cmd_status)
     return parser
 
 

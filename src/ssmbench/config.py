@@ -38,6 +38,18 @@ PROTOCOL_KEYS = {
     "seed_base",
 }
 
+#: how a run executes, not what it computes (checkpointing): they never make a record
+#: stale and are left out of the settings the workflow tracks
+EXECUTION_KEYS = ("checkpoint_every", "checkpoint_min_seconds")
+PROTOCOL_KEYS |= set(EXECUTION_KEYS)
+
+
+def tracked_settings(spec: dict) -> dict:
+    """The spec as far as the result depends on it: without the EXECUTION_KEYS."""
+    settings = {k: v for k, v in spec["settings"].items() if k not in EXECUTION_KEYS}
+    return {**spec, "settings": settings}
+
+
 #: training settings every benchmark can take (a benchmark may leave them to defaults)
 BATCH_AND_EPOCH_KEYS = {"max_epochs", "batch_size", "batch_min", "batch_max", "batch_fraction"}
 
@@ -304,6 +316,12 @@ def _family_modules(family: str) -> list[Path]:
 
 
 @functools.cache
+def _syntax(path: Path) -> bytes:
+    """A module's syntax tree without docstrings (parsed once per process)."""
+    return ast.dump(_strip_docstrings(ast.parse(path.read_text(), filename=str(path)))).encode()
+
+
+@functools.cache
 def training_code_digest(family: str | None = None) -> str:
     """Hash of the code a run of ``family`` depends on, as syntax trees with docstrings
     removed (editing comments, docstrings or formatting changes nothing; editing what the
@@ -318,9 +336,8 @@ def training_code_digest(family: str | None = None) -> str:
         model_files = _family_modules(family)
     digest = hashlib.sha256()
     for path in [package / f for f in TRAINING_CODE] + model_files:
-        tree = _strip_docstrings(ast.parse(path.read_text(), filename=str(path)))
         digest.update(path.relative_to(package).as_posix().encode())
-        digest.update(ast.dump(tree).encode())
+        digest.update(_syntax(path))
     registry = ast.parse((models_dir / "__init__.py").read_text())
     for node in registry.body:
         if isinstance(node, ast.FunctionDef) and node.name in REGISTRY_FUNCTIONS:
@@ -355,9 +372,12 @@ def record_is_stale(record_path: str | Path, spec: dict) -> bool:
         record = json.loads(Path(record_path).read_text())
     except (OSError, ValueError):
         return True
+    protocol = record.get("protocol")
+    if isinstance(protocol, dict):
+        protocol = {k: v for k, v in protocol.items() if k not in EXECUTION_KEYS}
     return (
         record.get("model_params") != spec["model_params"]
-        or record.get("protocol") != spec["settings"]
+        or protocol != tracked_settings(spec)["settings"]
         or record.get("code_digest") != spec["code"]
     )
 
@@ -378,20 +398,29 @@ def sync_settings_marker(record_path: str | Path, marker_path: str | Path, spec:
     next (Snakemake would rerun a job whose input set changed).
     """
     record_path, marker_path = Path(record_path), Path(marker_path)
-    text = json.dumps(spec, sort_keys=True, indent=1) + "\n"
-    if not record_path.is_file():
+
+    def write() -> None:
+        # rebuilt from params.yaml on every parse: atomic, but not worth an fsync each
+        text = json.dumps(tracked_settings(spec), sort_keys=True, indent=1) + "\n"
         if not marker_path.is_file() or marker_path.read_text() != text:
-            atomic_write_text(marker_path, text)
+            atomic_write_text(marker_path, text, durable=False)
+
+    if not record_path.is_file():
+        write()
         return marker_path
     record_time = record_path.stat().st_mtime
     if record_is_stale(record_path, spec):
         if not marker_path.is_file() or marker_path.stat().st_mtime <= record_time:
-            atomic_write_text(marker_path, text)
+            atomic_write_text(
+                marker_path,
+                json.dumps(tracked_settings(spec), sort_keys=True, indent=1) + "\n",
+                durable=False,
+            )
             if marker_path.stat().st_mtime <= record_time:  # coarse clocks: make it newer
                 os.utime(marker_path, (record_time + 1, record_time + 1))
         return marker_path
     if not marker_path.is_file() or marker_path.stat().st_mtime > record_time:
-        atomic_write_text(marker_path, text)
+        write()
         os.utime(marker_path, (record_time - 1, record_time - 1))
     return marker_path
 

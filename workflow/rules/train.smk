@@ -1,27 +1,57 @@
 # One job per (benchmark, dataset, model, fold); each writes one record and its curve.
+# Resources per run come from params.yaml (resources.train, resolved in common.smk); on
+# SLURM, runs of a size class with group: true are bundled into group jobs.
+import sys
 
+# A run whose record already exists and is current (same settings and training code,
+# ssmbench.config.record_is_stale) is never redone: the job keeps the record and only
+# notes it in its log. Snakemake can schedule such a job again: a retried group job runs
+# all of its runs again (`--force`), and a workflow-code change triggers reruns.
+PYTHON = shlex.quote(sys.executable)
+KEEP_CURRENT_RECORD = (
+    "import json, sys; from pathlib import Path; "
+    "from ssmbench.config import record_is_stale; "
+    "record, curve, spec = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3]); "
+    "sys.exit(0 if record.is_file() and curve.is_file() and not record_is_stale(record, spec) "
+    "else 1)"
+)
 
 rule train:
     input:
         prepared=f"{PATHS['prepared']}/{{benchmark}}/{{dataset}}",
         settings=settings_marker,
     output:
-        record=f"{PATHS['runs']}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.json",
-        curve=f"{PATHS['runs']}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.curve.csv",
+        # update(): Snakemake deletes a job's outputs before running it, and runs a job again
+        # on a retry (of its group) even if its record was made; with update() the record
+        # stays and the shell command below keeps it when it is current.
+        record=update(f"{PATHS['runs']}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.json"),
+        curve=update(f"{PATHS['runs']}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.curve.csv"),
     log:
         f"{PATHS['logs']}/train/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.log",
     params:
         spec=train_spec,
         cli=cli(),
-    threads: lambda wildcards: train_resources(config, wildcards.model)["threads"]
+    threads: train_threads
     resources:
+        # per run from params.yaml resources.train (common.smk: size class, model, attempt)
         mem_mb=train_resource("mem_mb"),
         runtime=train_resource("runtime"),
+        cpus_per_task=train_resource("cpus_per_task"),
         gpu=train_resource("gpu"),
+        # the attempt reaches the run's record (provenance) only through a resource
+        attempt=lambda wildcards, attempt: attempt,
+        **({"gpu_model": train_resource("gpu_model")} if USES_GPU_MODEL else {}),
+        **({"slurm_extra": train_resource("slurm_extra")} if USES_SLURM_EXTRA else {}),
+    group:
+        train_group
     shell:
-        "{params.cli} train --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} "
-        "--model {wildcards.model} --fold {wildcards.fold} --threads {threads} "
-        "--record {output.record} > {log} 2>&1"
+        # On SLURM the run uses the CPUs its job step was given (cpus_per_task); locally
+        # Snakemake's {threads}. `exec`: signals (SLURM's SIGTERM) reach the run itself.
+        "if {PYTHON} -c {KEEP_CURRENT_RECORD:q} {output.record:q} {output.curve:q} {params.spec:q}; "
+        "then echo \"$(date -Is) {output.record} is current: kept, not trained again\" >> {log}; "
+        "else SSMBENCH_ATTEMPT={resources.attempt} exec {params.cli} train --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} "
+        "--model {wildcards.model} --fold {wildcards.fold} "
+        "--threads ${{SLURM_CPUS_PER_TASK:-{threads}}} --record {output.record} > {log} 2>&1; fi"
 
 
 rule runs:

@@ -10,6 +10,12 @@
 
 The run writes its per-epoch curve, then its record, each atomically: a record exists
 only if the run finished.
+
+On a cluster a run may be stopped before it finishes: on SIGTERM or SIGUSR1 it completes
+the batch in progress, writes a checkpoint and exits with status 75
+(``ssmbench.train.checkpoint.RESUME_EXIT_CODE``); it also writes one every
+``checkpoint_every`` epochs. The next attempt resumes from it, batch for batch, and
+writes the record an uninterrupted run would have written (ssmbench.train.checkpoint).
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ import torch
 import torch.nn.functional as F
 
 from ssmbench.io import atomic_write_json, atomic_write_text
+from ssmbench.train import checkpoint as ckpt
+from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
 from ssmbench.train.records import provenance
 
 CURVE_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds")
@@ -231,13 +239,27 @@ def run_job(
     record_path: str | Path,
     threads: int = 1,
     log: Callable[[str], None] = print,
+    checkpoint_path: str | Path | None = None,
 ) -> dict:
-    """Train one model on one fold of one dataset; write its curve and record."""
+    """Train one model on one fold of one dataset; write its curve and record.
+
+    With `checkpoint_path` (``ssmbench train`` passes ``paths.checkpoints/...``), the run
+    resumes from the checkpoint there if it was made with these settings and code, writes
+    one every ``checkpoint_every`` epochs and deletes it once the record is written.
+    SIGTERM and SIGUSR1 stop the run after the batch in progress, with a checkpoint when
+    it has a location: `TrainingInterrupted` (exit status 75) is raised."""
+    with StopRequest(log) as stop:
+        return _run_job(
+            spec, Path(record_path), threads, log,
+            Path(checkpoint_path) if checkpoint_path is not None else None, stop,
+        )  # fmt: skip
+
+
+def _run_job(spec, record_path: Path, threads, log, checkpoint_path: Path | None, stop) -> dict:
     from ssmbench.complexity import count_params, mmac
     from ssmbench.data.store import PreparedDataset
     from ssmbench.models import build_model
 
-    record_path = Path(record_path)
     settings = spec["settings"]
     fold = int(spec["fold"])
     seed = int(settings.get("seed_base", 0)) + fold
@@ -269,7 +291,7 @@ def run_job(
     if getattr(model, "KIND", None) == "estimator":  # QUANT, Hydra, ExtraTrees
         return _run_estimator(
             spec, record_path, model, dataset, objective,
-            (train_idx, val_idx, test_idx), test_sets, seed, threads, log,
+            (train_idx, val_idx, test_idx), test_sets, seed, threads, log, stop,
         )  # fmt: skip
     n_params = count_params(model)
     # "paper": counted as the MS4N paper's tables count (comparable with them); "full":
@@ -284,21 +306,106 @@ def run_job(
     max_epochs = int(settings["max_epochs"])
     patience = int(settings["early_stopping_patience"])
     clip = settings.get("grad_clip_norm")
+    # A checkpoint at the end of every `every`-th epoch, but not within `min_seconds` of
+    # the last one (runs whose epochs take milliseconds would spend their time writing).
+    every = int(settings.get("checkpoint_every", 1) or 0)
+    min_seconds = float(settings.get("checkpoint_min_seconds", 0.0) or 0.0)
+    n_batches = math.ceil(len(train_idx) / batch_size)
+    name = ckpt.run_name(spec)
 
     log(
-        f"[{spec['benchmark']}/{spec['dataset']}/{spec['model']}/fold{fold}] seed={seed} "
+        f"[{name}] seed={seed} "
         f"device={device} train={len(train_idx)} val={len(val_idx)} test={len(test_idx)} "
         f"batch={batch_size} params={n_params} MMac={model_mmac:.3f} max_epochs={max_epochs}"
     )
     curve: list[dict] = []
     best: tuple[float, float] | None = None
     best_state, best_epoch, since_best, stopped_early = None, 0, 0, False
-    started = time.perf_counter()
-    for epoch in range(1, max_epochs + 1):
+    # Where this attempt starts: epoch, batches of it already done, their running sums.
+    start_epoch, start_step, partial, elapsed = 1, 0, None, 0.0
+    digest = ckpt.settings_digest(spec) if checkpoint_path is not None else None
+    resumed = (
+        ckpt.load(checkpoint_path, digest, model, optimizer, log)
+        if checkpoint_path is not None
+        else None
+    )
+    if resumed is not None:
+        model.load_state_dict(resumed["model"])
+        optimizer.load_state_dict(resumed["optimizer"])
+        state = resumed["early_stopping"]
+        best = tuple(state["best"]) if state["best"] is not None else None
+        best_state, best_epoch = state["best_state"], int(state["best_epoch"])
+        since_best, stopped_early = int(state["since_best"]), bool(state["stopped_early"])
+        curve = list(resumed["curve"])
+        start_epoch, start_step = int(resumed["epoch"]), int(resumed["step"])
+        partial, elapsed = resumed["partial"], float(resumed["train_seconds"])
+        ckpt.set_rng_state(resumed["rng"], shuffle, log)
+        log(
+            f"resumed from {checkpoint_path}: epoch {start_epoch}, batch {start_step}/"
+            f"{n_batches} ({len(curve)} epochs done, best epoch {best_epoch})"
+        )
+
+    def snapshot(epoch, step, sums, epoch_shuffle_state) -> dict:
+        """The run's state before batch `step` of `epoch` (0-based; 0: the epoch's start),
+        with the shuffling generator as it was at the start of `epoch`."""
+        rng = ckpt.rng_state(shuffle)
+        rng["shuffle"] = epoch_shuffle_state
+        return {
+            "format": ckpt.FORMAT,
+            "digest": digest,
+            "run": name,
+            "epoch": epoch,
+            "step": step,
+            "partial": sums,
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "rng": rng,
+            "early_stopping": {
+                "best": list(best) if best is not None else None,
+                "best_state": best_state,
+                "best_epoch": best_epoch,
+                "since_best": since_best,
+                "stopped_early": stopped_early,
+            },
+            "curve": curve,
+            "train_seconds": time.perf_counter() - started,
+        }
+
+    def interrupted(epoch, step, saved=True, where=None) -> TrainingInterrupted:
+        where = where or f"epoch {epoch}, batch {step}/{n_batches}"
+        if checkpoint_path is None:
+            what = "no checkpoint location, the next attempt starts over"
+        elif saved:
+            what = f"checkpoint written to {checkpoint_path}, the next attempt resumes from it"
+        elif checkpoint_path.is_file():
+            what = f"stopped before training; the checkpoint {checkpoint_path} is kept"
+        else:
+            what = "stopped before training; the next attempt starts over"
+        log(f"{stop.signal_name} at {where}: {what}; exiting with status {ckpt.RESUME_EXIT_CODE}")
+        kept = checkpoint_path is not None and checkpoint_path.is_file()
+        return TrainingInterrupted(stop.signum, checkpoint_path if kept else None)
+
+    started = time.perf_counter() - elapsed
+    last_save = time.perf_counter()  # when the last checkpoint was written (or training began)
+    last_saved = (start_epoch, start_step) if resumed is not None else None  # what it holds
+    zero = {"loss_sum": 0.0, "second": 0.0, "n_rows": 0, "seconds": 0.0}
+    if stop.requested:  # before any work: an existing checkpoint stays as it is
+        raise interrupted(start_epoch, start_step, saved=False)
+    epoch = start_epoch
+    while epoch <= max_epochs and not stopped_early:
         epoch_start = time.perf_counter()
+        epoch_shuffle_state = shuffle.get_state()
+        order = train_idx[torch.randperm(len(train_idx), generator=shuffle).numpy()]
+        step = start_step if epoch == start_epoch else 0
+        if step and partial is not None:
+            loss_sum, second, n_rows = partial["loss_sum"], partial["second"], partial["n_rows"]
+            epoch_start -= partial["seconds"]
+        else:
+            loss_sum, second, n_rows = 0.0, 0.0, 0
         model.train()
-        loss_sum, second, n_rows = 0.0, 0.0, 0
-        for xb, yb, mb in _batches(objective, X, y, mask, train_idx, batch_size, shuffle):
+        for xb, yb, mb in _batches(
+            objective, X, y, mask, order[step * batch_size :], batch_size
+        ):  # fmt: skip
             xb, yb = xb.to(device), yb.to(device)
             mb = mb.to(device) if mb is not None else None
             optimizer.zero_grad(set_to_none=True)
@@ -310,6 +417,13 @@ def run_job(
             loss_sum += batch_loss
             second += batch_second
             n_rows += len(yb)
+            step += 1
+            if stop.requested:  # the batch is done: save where the epoch stands, stop
+                if checkpoint_path is not None:
+                    sums = {"loss_sum": loss_sum, "second": second, "n_rows": n_rows,
+                            "seconds": time.perf_counter() - epoch_start}  # fmt: skip
+                    ckpt.save(checkpoint_path, snapshot(epoch, step, sums, epoch_shuffle_state))
+                raise interrupted(epoch, step)
         train_loss, train_acc = objective.summarise(loss_sum, second, n_rows)
         val_loss, val_acc = evaluate(
             model, objective, X, y, mask, val_idx, batch_size, device
@@ -336,20 +450,33 @@ def run_job(
         if since_best >= patience:
             stopped_early = True
             log(f"early stop: no better {monitor} for {patience} epochs (best epoch {best_epoch})")
-            break
+        periodic = every and epoch % every == 0 and time.perf_counter() - last_save >= min_seconds
+        if checkpoint_path is not None and (stop.requested or periodic):
+            ckpt.save(checkpoint_path, snapshot(epoch + 1, 0, zero, shuffle.get_state()))
+            last_save, last_saved = time.perf_counter(), (epoch + 1, 0)
+        if stop.requested:
+            raise interrupted(epoch + 1, 0)
+        epoch += 1
     train_seconds = time.perf_counter() - started
+    # Training is done: checkpoint that too, so a job stopped while testing (or reported
+    # failed after writing its record, its outputs then removed by Snakemake) only tests
+    # again on its next attempt.
+    if checkpoint_path is not None and last_saved != (epoch, 0):
+        ckpt.save(checkpoint_path, snapshot(epoch, 0, zero, shuffle.get_state()))
 
     model.load_state_dict(best_state)
     test_start = time.perf_counter()
 
     def score(rows):
+        if stop.requested:  # stop before each test set; the record is not written
+            raise interrupted(epoch, 0, where=f"testing (training done: {len(curve)} epochs)")
         return evaluate(model, objective, X, y, mask, rows, batch_size, device)
 
     tested = _test(objective, score, test_idx, test_sets, log)
     test_seconds = time.perf_counter() - test_start
     log(f"test (best epoch {best_epoch}): loss={tested['test_loss']:.4f} "
         f"error={tested['test_error']:.4f}")  # fmt: skip
-    return _write_run(
+    record = _write_run(
         spec, record_path, curve, objective,
         {
             **tested,
@@ -373,6 +500,15 @@ def run_job(
             "threads": torch.get_num_threads(),
         },
     )  # fmt: skip
+    if stop.requested and checkpoint_path is not None:
+        # Stopped while the record was being written: the job may still be reported as
+        # failed (the signal reaches its shell too) and its outputs removed; the retry then
+        # resumes from the finished training instead of starting over.
+        log(f"{stop.signal_name} while the record was written: checkpoint {checkpoint_path} "
+            "kept, so a retry of this job only tests again")  # fmt: skip
+    else:
+        ckpt.discard(checkpoint_path)
+    return record
 
 
 def _test(objective, score, test_idx, test_sets, log) -> dict:
@@ -430,12 +566,19 @@ def _write_run(spec, record_path: Path, curve: list[dict], objective, results: d
 
 
 def _run_estimator(
-    spec, record_path, model, dataset, objective, splits, test_sets, seed, threads, log
+    spec, record_path, model, dataset, objective, splits, test_sets, seed, threads, log, stop
 ) -> dict:
     """Fit a non-deep model (models/estimators.py) once and score it: no epochs, no early
     stopping. It fits on all non-test rows (``fit_on_validation``, the default) or on the
-    deep models' training rows, then scores the validation rows too."""
+    deep models' training rows, then scores the validation rows too.
+
+    It has no state worth a checkpoint: SIGTERM/SIGUSR1 stop it at once (as soon as the
+    library returns to Python) with `TrainingInterrupted`, until its record is written."""
     from sklearn.metrics import log_loss
+
+    stop.immediate = True
+    if stop.requested:
+        raise TrainingInterrupted(stop.signum)
 
     if objective.task != "classification":
         raise ValueError(
@@ -471,6 +614,7 @@ def _run_estimator(
         {"epoch": 1, "train_loss": None, "train_accuracy": None, "val_loss": val_loss,
          "val_accuracy": val_acc, "seconds": train_seconds}
     ]  # fmt: skip
+    stop.disarm()  # the record is being written: a signal now must not make the job fail
     return _write_run(
         spec, record_path, curve, objective,
         {

@@ -2,6 +2,30 @@
 
 A record exists only if its run finished: it is written last, atomically
 (`ssmbench.io.atomic_write_json`), so a killed job never leaves half a record.
+
+`provenance()` says where and with what a run was made. Every probe is best effort: a
+value it cannot find is ``None`` (no git, no SLURM, no GPU), and no probe can raise, so a
+finished run never loses its record to its provenance.
+
+Keys (docs/contracts.md):
+
+* ``versions``: Python, the pinned libraries (``VERSIONED_PACKAGES``; ``None`` if not
+  installed) and torch's CUDA / cuDNN builds;
+* ``git_commit``, ``git_dirty`` (tracked files modified; untracked files do not count), of
+  the working directory, which is the project root under Snakemake;
+* ``hostname``, ``cpu`` (the CPU model, e.g. "AMD EPYC 7763 64-Core Processor"),
+  ``cpu_count`` (CPUs this process may use), ``platform``;
+* ``gpu`` (``torch.cuda.get_device_name()`` of the current device when CUDA is available,
+  else ``None``), ``gpu_count``, ``cuda_visible_devices``;
+* ``slurm_job_id`` (``SLURM_JOB_ID``), ``slurm_restart_count`` (``SLURM_RESTART_COUNT``:
+  how often SLURM requeued this job, e.g. after a preemption; 0 under SLURM when unset),
+  ``slurm`` (partition, node list, cluster, array ids, GPUs and CPUs of the allocation;
+  ``None`` outside SLURM);
+* ``attempt``: Snakemake's attempt (1, then 2, 3... for each retry), read from
+  ``SSMBENCH_ATTEMPT``, which the training rule sets from ``{resources.attempt}``
+  (Snakemake passes a job's attempt to resource functions only); ``None`` when the run was
+  not started by the workflow;
+* ``argv``, ``created`` (UTC, ISO 8601).
 """
 
 from __future__ import annotations
@@ -13,8 +37,42 @@ import subprocess
 import sys
 from datetime import UTC, datetime
 from importlib import metadata
+from pathlib import Path
 
-VERSIONED_PACKAGES = ("torch", "numpy", "pandas", "scikit-learn", "aeon", "ptflops", "ssmbench")
+VERSIONED_PACKAGES = (
+    "torch",
+    "numpy",
+    "pandas",
+    "scipy",
+    "scikit-learn",
+    "aeon",
+    "numba",
+    "ptflops",
+    "mamba-ssm",
+    "snakemake",
+    "snakemake-executor-plugin-slurm",
+    "dvc",
+    "ssmbench",
+)
+
+#: the environment variable that carries Snakemake's attempt number into the job
+ATTEMPT_ENV = "SSMBENCH_ATTEMPT"
+
+#: SLURM's description of the allocation, as recorded under ``slurm``
+SLURM_VARIABLES = {
+    "job_id": "SLURM_JOB_ID",
+    "job_name": "SLURM_JOB_NAME",
+    "array_job_id": "SLURM_ARRAY_JOB_ID",
+    "array_task_id": "SLURM_ARRAY_TASK_ID",
+    "restart_count": "SLURM_RESTART_COUNT",
+    "partition": "SLURM_JOB_PARTITION",
+    "nodelist": "SLURM_JOB_NODELIST",
+    "cluster": "SLURM_CLUSTER_NAME",
+    "cpus_per_task": "SLURM_CPUS_PER_TASK",
+    "mem_per_node_mb": "SLURM_MEM_PER_NODE",
+    "gpus": "SLURM_JOB_GPUS",
+    "step_id": "SLURM_STEP_ID",
+}
 
 
 def _git(*args: str) -> str | None:
@@ -25,24 +83,128 @@ def _git(*args: str) -> str | None:
     return out.stdout.strip()
 
 
-def provenance() -> dict:
-    """Where and with what a run was made: versions, git commit, host, hardware."""
-    versions = {"python": platform.python_version()}
+def _int_or_none(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def cpu_model() -> str | None:
+    """The CPU's model name: /proc/cpuinfo on Linux (x86 "model name", ARM "Model" or
+    "Hardware"), sysctl on macOS, else what `platform` knows (often only "x86_64")."""
+    try:
+        fields: dict[str, str] = {}
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            key, sep, value = line.partition(":")
+            if sep and value.strip():
+                fields.setdefault(key.strip().lower(), value.strip())
+        for key in ("model name", "model", "hardware", "cpu model", "processor"):
+            value = fields.get(key)
+            if value and not value.isdigit():
+                return value
+    except OSError:
+        pass
+    if sys.platform == "darwin":
+        brand = _sysctl("machdep.cpu.brand_string")
+        if brand:
+            return brand
+    return platform.processor() or platform.machine() or None
+
+
+def _sysctl(name: str) -> str | None:
+    try:
+        out = subprocess.run(["sysctl", "-n", name], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _cpu_count() -> int | None:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count()
+
+
+def _torch_info() -> dict:
+    """torch's CUDA/cuDNN builds and the GPU this process uses (None on CPU)."""
+    info: dict = {"cuda": None, "cudnn": None, "gpu": None, "gpu_count": 0}
+    try:
+        import torch
+    except Exception:  # no torch: nothing to say about GPUs
+        return info
+    try:
+        info["cuda"] = torch.version.cuda
+        info["cudnn"] = (
+            torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+        )
+        if torch.cuda.is_available():
+            info["gpu_count"] = torch.cuda.device_count()
+            info["gpu"] = torch.cuda.get_device_name(torch.cuda.current_device())
+    except Exception:  # a broken driver must not cost the record
+        pass
+    return info
+
+
+def _versions() -> dict:
+    versions: dict = {"python": platform.python_version()}
     for name in VERSIONED_PACKAGES:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
+        except Exception:  # a broken distribution's metadata
+            versions[name] = None
+    return versions
+
+
+def slurm_info(environ: dict | None = None) -> dict | None:
+    """The SLURM allocation this process runs in (``SLURM_VARIABLES``), or None outside
+    SLURM. ``restart_count`` is 0 when SLURM has not requeued the job."""
+    env = os.environ if environ is None else environ
+    if not env.get("SLURM_JOB_ID"):
+        return None
+    info = {key: env.get(var) or None for key, var in SLURM_VARIABLES.items()}
+    info["restart_count"] = _int_or_none(info["restart_count"]) or 0
+    for key in ("cpus_per_task", "mem_per_node_mb"):
+        info[key] = _int_or_none(info[key])
+    return info
+
+
+def provenance() -> dict:
+    """Where and with what a run was made (the keys are listed in the module docstring).
+    Never raises: what cannot be found is None."""
+    torch_info = _torch_info()
+    versions = _versions()
+    versions["cuda"] = torch_info["cuda"]
+    versions["cudnn"] = torch_info["cudnn"]
     commit = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    slurm = slurm_info()
+    try:
+        hostname = socket.gethostname()
+    except OSError:
+        hostname = None
+    try:
+        cpu = cpu_model()
+    except Exception:
+        cpu = None
     return {
         "versions": versions,
         "git_commit": commit,
         "git_dirty": None if status is None else bool(status),
-        "hostname": socket.gethostname(),
-        "cpu": platform.processor() or platform.machine(),
+        "hostname": hostname,
+        "cpu": cpu,
+        "cpu_count": _cpu_count(),
         "platform": platform.platform(),
-        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "gpu": torch_info["gpu"],
+        "gpu_count": torch_info["gpu_count"],
+        "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "slurm_job_id": slurm["job_id"] if slurm else None,
+        "slurm_restart_count": slurm["restart_count"] if slurm else None,
+        "slurm": slurm,
+        "attempt": _int_or_none(os.environ.get(ATTEMPT_ENV)),
         "argv": sys.argv,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }

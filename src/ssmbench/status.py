@@ -1,0 +1,279 @@
+"""`ssmbench status`: the state of every run of a suite, from the files alone.
+
+Each run (one model on one fold of one dataset) of the suite's grid is in exactly one state,
+decided from its record ``{runs}/{benchmark}/{dataset}/{model}/fold{k}.json`` and its log
+``{logs}/train/{benchmark}/{dataset}/{model}/fold{k}.log`` (the training rule writes the
+run's whole output there, and a new attempt starts it afresh):
+
+``done``
+    The record exists and was made with the current settings and training code
+    (``ssmbench.config.record_is_stale`` is false).
+``stale``
+    The record exists but was made with other settings (model hyperparameters, protocol,
+    suite overrides) or other training code: the workflow reruns it. A record that cannot
+    be read is stale too. (A stale record whose log is newer and reports an error is
+    ``failed``: its rerun failed.)
+``failed``
+    No current record, and the log reports an error (`last_error_line`): a Python
+    traceback (the error line is the exception line that ends it, e.g.
+    ``ValueError: ...``) or a ``<program>: error: ...`` line (``ssmbench train: error:``,
+    the command line's message for bad input such as a corrupt dataset; ``slurmstepd:
+    error: ... CANCELLED ... DUE TO TIME LIMIT``). The line nearest the end of the log is
+    shown.
+``incomplete``
+    No record, and a log with no error in it: the run is still going, or it was stopped
+    without a word (SIGKILL: out of host memory, killed past its time limit), or it was
+    stopped by SIGTERM/SIGUSR1 and waits to resume from its checkpoint (its log then ends
+    with that). The log's last line is shown.
+``missing``
+    No record and no log: never started.
+
+A run that is not done also shows whether it has a checkpoint to resume from
+(``paths.checkpoints``, `ssmbench.train.checkpoint.checkpoint_path`; only its existence is
+checked).
+
+Nothing but the records (small JSON files) and the tails of the logs is read: no dataset
+file is opened, so it takes seconds on the paper's grid of thousands of runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ssmbench.config import Job, job_spec, record_is_stale, suite_grid
+
+STATES = ("done", "stale", "failed", "incomplete", "missing")
+
+#: how much of the end of a log is read (a traceback fits many times over)
+LOG_TAIL_BYTES = 64 * 1024
+
+TRACEBACK_HEADER = "Traceback (most recent call last):"
+#: "ssmbench train: error: ...", "slurmstepd: error: ...", "error: ..."
+ERROR_LINE = re.compile(r"^(?:[\w.\-/ ]+: )?error: ", re.IGNORECASE)
+#: what Python prints between chained exceptions (not the error itself)
+CHAIN_LINES = (
+    "During handling of the above exception",
+    "The above exception was the direct cause",
+)
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    benchmark: str
+    dataset: str
+    model: str
+    fold: int
+    state: str
+    detail: str  # failed: the error line; stale: why; incomplete: the log's last line
+    record: str
+    log: str
+    checkpoint: str = ""  # a not-done run's checkpoint, if there is one
+
+    @property
+    def run(self) -> str:
+        return f"{self.benchmark}/{self.dataset}/{self.model}/fold{self.fold}"
+
+
+def train_log_path(logs_dir: str | Path, job: Job) -> Path:
+    """The training rule's log of a run (workflow/rules/train.smk)."""
+    return (
+        Path(logs_dir) / "train" / job.benchmark / job.dataset / job.model / f"fold{job.fold}.log"
+    )
+
+
+def _tail_lines(path: Path) -> list[str]:
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        size = handle.tell()
+        handle.seek(max(0, size - LOG_TAIL_BYTES))
+        data = handle.read()
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    if size > LOG_TAIL_BYTES and lines:
+        lines = lines[1:]  # the first line of the window may be cut
+    return lines
+
+
+def _with_continuation(lines: list[str], i: int) -> str:
+    """Line i, and when it ends with ':' the indented lines that carry on its message."""
+    text = lines[i].strip()
+    if text.endswith(":"):
+        more = []
+        for line in lines[i + 1 :]:
+            if not line.strip() or not line[:1].isspace():
+                break
+            more.append(line.strip())
+        if more:
+            text = f"{text} {'; '.join(more)}"
+    return text
+
+
+def last_error_line(log_path: str | Path) -> str | None:
+    """The error a log reports, or None if it reports none (see the module docstring).
+
+    A Python traceback gives its exception line (the first unindented line after the last
+    ``Traceback (most recent call last):``); a ``<program>: error: ...`` line gives itself.
+    Whichever is nearer the end of the log wins. A message that goes on over indented
+    lines after a ':' is joined into one line."""
+    lines = _tail_lines(Path(log_path))
+    traceback_at = error_at = None
+    for i in range(len(lines) - 1, -1, -1):
+        line = lines[i]
+        if traceback_at is None and line.startswith(TRACEBACK_HEADER):
+            traceback_at = i
+        if error_at is None and ERROR_LINE.match(line):
+            error_at = i
+        if traceback_at is not None and error_at is not None:
+            break
+    exception_at = None
+    if traceback_at is not None:
+        for j in range(traceback_at + 1, len(lines)):
+            line = lines[j]
+            if line.strip() and not line[:1].isspace() and not line.startswith(CHAIN_LINES):
+                exception_at = j
+                break
+        if exception_at is None:  # the log ends inside the traceback (still being written)
+            exception_at = traceback_at
+    found = [i for i in (exception_at, error_at) if i is not None]
+    return _with_continuation(lines, max(found)) if found else None
+
+
+def _last_line(log_path: Path) -> str:
+    lines = [line for line in _tail_lines(log_path) if line.strip()]
+    return lines[-1].strip() if lines else "(empty log)"
+
+
+def _stale_reason(record_path: Path, spec: dict) -> str:
+    try:
+        record = json.loads(record_path.read_text())
+    except (OSError, ValueError) as exc:
+        return f"record unreadable ({type(exc).__name__}: {exc}); it will be rerun"
+    if not isinstance(record, dict):
+        return "record unreadable (not a JSON object); it will be rerun"
+    changed = [
+        name
+        for name, key, now in (
+            ("model hyperparameters", "model_params", spec["model_params"]),
+            ("protocol settings", "protocol", spec["settings"]),
+        )
+        if record.get(key) != now
+    ]
+    if record.get("code_digest") != spec["code"]:
+        changed.append(f"training code ({record.get('code_digest')} -> {spec['code']})")
+    return "changed since the record: " + ", ".join(changed)
+
+
+def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
+    """The state of one run (see the module docstring)."""
+    root = Path(root)
+    record = job.record_path(root / params["paths"]["runs"])
+    log = train_log_path(root / params["paths"]["logs"], job)
+
+    def status(state: str, detail: str = "") -> RunStatus:
+        checkpoint = ""
+        if state != "done" and params["paths"].get("checkpoints"):
+            from ssmbench.train.checkpoint import checkpoint_path
+
+            path = checkpoint_path(root / params["paths"]["checkpoints"], job)
+            checkpoint = str(path) if path.is_file() else ""
+        return RunStatus(
+            job.benchmark, job.dataset, job.model, job.fold, state, detail, str(record),
+            str(log), checkpoint,
+        )  # fmt: skip
+
+    try:
+        record_mtime = record.stat().st_mtime
+    except FileNotFoundError:
+        record_mtime = None
+    if record_mtime is not None:
+        spec = job_spec(params, job)
+        if not record_is_stale(record, spec):
+            return status("done")
+        try:
+            rerun_failed = log.stat().st_mtime > record_mtime and last_error_line(log)
+        except FileNotFoundError:
+            rerun_failed = None
+        if rerun_failed:
+            return status("failed", rerun_failed)
+        return status("stale", _stale_reason(record, spec))
+    try:
+        error = last_error_line(log)
+    except FileNotFoundError:
+        return status("missing")
+    if error is not None:
+        return status("failed", error)
+    return status("incomplete", _last_line(log))
+
+
+def suite_status(params: dict, suite: str | None = None, root: str | Path = ".") -> list[RunStatus]:
+    """Every run of the suite's grid, in the grid's order. ``params`` as loaded by
+    ``ssmbench.config.load_params``; paths are relative to ``root``."""
+    if suite is not None and suite != params["suite"]:
+        params = {**params, "suite": suite}
+    return [run_status(params, job, root) for job in suite_grid(params)]
+
+
+def count_states(statuses: list[RunStatus]) -> dict[str, int]:
+    counts = Counter(s.state for s in statuses)
+    return {state: counts.get(state, 0) for state in STATES}
+
+
+def summary_line(suite: str, statuses: list[RunStatus]) -> str:
+    counts = count_states(statuses)
+    parts = ", ".join(f"{n} {state}" for state, n in counts.items())
+    return f"suite {suite!r}: {len(statuses)} runs: {parts}"
+
+
+COLUMNS = (
+    "benchmark",
+    "dataset",
+    "model",
+    "fold",
+    "state",
+    "detail",
+    "record",
+    "log",
+    "checkpoint",
+)
+
+
+def format_csv(statuses: list[RunStatus]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for s in statuses:
+        writer.writerow([getattr(s, c) for c in COLUMNS])
+    return buffer.getvalue()
+
+
+def format_json(suite: str, statuses: list[RunStatus], shown: list[RunStatus]) -> str:
+    return (
+        json.dumps(
+            {
+                "suite": suite,
+                "n_runs": len(statuses),
+                "counts": count_states(statuses),
+                "runs": [asdict(s) for s in shown],
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+
+
+def format_table(statuses: list[RunStatus], width: int = 160) -> str:
+    from tabulate import tabulate
+
+    def clip(text: str) -> str:
+        return text if len(text) <= width else text[: width - 3] + "..."
+
+    rows = [
+        [s.state, s.run, clip(s.detail) + (" [checkpoint kept]" if s.checkpoint else "")]
+        for s in statuses
+    ]
+    return tabulate(rows, headers=["state", "run", "detail"], disable_numparse=True)

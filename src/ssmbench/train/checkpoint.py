@@ -1,0 +1,305 @@
+"""Checkpoints of a deep training run, and the signals that ask a run to stop.
+
+A run on a cluster can be stopped before it finishes: SLURM sends SIGTERM when a job
+reaches its time limit or is preempted (and SIGKILL a grace period later), and can send a
+chosen signal some time before the limit (``sbatch --signal``). ``ssmbench.train.protocol``
+catches SIGTERM and SIGUSR1 (`StopRequest`), completes the batch in progress, writes a
+checkpoint and exits with `RESUME_EXIT_CODE`; the retried job (Snakemake ``--retries``)
+or the requeued one (SLURM ``--requeue``) resumes from it and produces the record an
+uninterrupted run would have produced. A checkpoint is also written every
+``checkpoint_every`` epochs, but not within ``checkpoint_min_seconds`` of the previous one
+(params.yaml ``protocol``), so a hard kill (SIGKILL, a node failure) loses at most that
+many epochs or that many seconds of training, whichever is more.
+
+A checkpoint holds everything the rest of the run depends on: the model and optimizer,
+the epoch and the batch within it, the running sums of the epoch in progress, every
+random state (python, numpy, torch CPU and CUDA, the shuffling generator, taken at the
+start of the epoch in progress so its batch order can be drawn again), the early-stopping
+state (best score, its weights, its epoch, epochs since) and the curve so far.
+
+* It lives at ``paths.checkpoints/{benchmark}/{dataset}/{model}/fold{k}.pt``, outside the
+  DVC-tracked run records, and is deleted once the run's record is written.
+* It carries `settings_digest` of the run (its settings, model hyperparameters, training
+  code digest, dataset checksums, torch version): one made with anything else is never
+  resumed but discarded, with a log line.
+* It is written atomically (`ssmbench.io.atomic_write`) and read with
+  ``torch.load(..., weights_only=True)``: it holds tensors, numbers, strings, lists and
+  dicts only (random states are stored as tensors and lists), never pickled objects. An
+  unreadable or malformed one is discarded with a log line and the run starts afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import signal
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ssmbench.config import EXECUTION_KEYS
+from ssmbench.io import atomic_write
+
+#: Exit status of a run stopped by SIGTERM/SIGUSR1 (sysexits' EX_TEMPFAIL, "try again
+#: later"): its checkpoint is written and the next attempt resumes from it. Snakemake
+#: retries any failed job (``--retries``); the status tells a stopped run from a crash.
+RESUME_EXIT_CODE = 75
+
+#: The signals a run turns into "checkpoint and exit".
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+#: Bumped when the checkpoint layout changes: an older file is then discarded.
+FORMAT = 1
+
+#: Settings that change how a run is executed, not what it computes: they do not make a
+#: checkpoint stale.
+
+_KEYS = ("format", "digest", "run", "epoch", "step", "partial", "model", "optimizer",
+         "rng", "early_stopping", "curve", "train_seconds")  # fmt: skip
+
+
+class TrainingInterrupted(SystemExit):
+    """A run stopped on a signal. It exits the process with `RESUME_EXIT_CODE` (it is a
+    SystemExit) unless a caller catches it (``ssmbench train`` logs it first)."""
+
+    def __init__(self, signum: int, checkpoint: Path | None = None):
+        super().__init__(RESUME_EXIT_CODE)
+        self.signum = int(signum)
+        self.checkpoint = checkpoint
+
+    @property
+    def signal_name(self) -> str:
+        return signal.Signals(self.signum).name
+
+    def __str__(self) -> str:
+        where = f"checkpoint {self.checkpoint}" if self.checkpoint else "no checkpoint"
+        return f"stopped by {self.signal_name} ({where}); exit status {RESUME_EXIT_CODE}"
+
+
+class StopRequest:
+    """Catches `STOP_SIGNALS` while active (a context manager) and restores the previous
+    handlers after. By default the handler only records the first signal (``signum``);
+    the training loop looks at it between batches. With ``immediate=True`` (runs with no
+    state worth saving) it raises `TrainingInterrupted` at once, until `disarm` is called.
+
+    Signal handlers can only be installed from the main thread; elsewhere the signals are
+    left to their current handlers (logged)."""
+
+    def __init__(self, log: Callable[[str], None] = print, immediate: bool = False):
+        self.log = log
+        self.immediate = immediate
+        self.signum: int | None = None
+        self._previous: dict[int, Any] = {}
+
+    @property
+    def requested(self) -> bool:
+        return self.signum is not None
+
+    @property
+    def signal_name(self) -> str:
+        return signal.Signals(self.signum).name if self.signum else ""
+
+    def disarm(self) -> None:
+        """From now on only record signals (the record is being written: never fail now)."""
+        self.immediate = False
+
+    def _handle(self, signum, frame) -> None:
+        if self.signum is None:
+            self.signum = signum
+        if self.immediate:
+            raise TrainingInterrupted(signum)
+
+    def __enter__(self) -> StopRequest:
+        if threading.current_thread() is not threading.main_thread():
+            self.log("not in the main thread: SIGTERM/SIGUSR1 will not checkpoint this run")
+            return self
+        for sig in STOP_SIGNALS:
+            self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+
+def checkpoint_path(checkpoints_dir: str | Path, job) -> Path:
+    """Where the checkpoint of `job` (a `ssmbench.config.Job`) lives."""
+    return job.record_path(checkpoints_dir).with_suffix(".pt")
+
+
+def run_name(spec: dict) -> str:
+    return f"{spec['benchmark']}/{spec['dataset']}/{spec['model']}/fold{spec['fold']}"
+
+
+def settings_digest(spec: dict) -> str:
+    """What a checkpoint must have been made with to be resumed: the run, its settings
+    (but `EXECUTION_KEYS`), the model's hyperparameters, the training code digest (the
+    protocol, data store, the model's family: ``ssmbench.config.training_code_digest``)
+    and this module's source, the dataset's raw-file checksums, torch's version and the
+    checkpoint format."""
+    settings = {k: v for k, v in spec["settings"].items() if k not in EXECUTION_KEYS}
+    identity = {
+        "run": run_name(spec),
+        "settings": settings,
+        "model_params": spec["model_params"],
+        "code": spec.get("code"),
+        "checkpoint_code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+        "dataset_sha256": spec.get("dataset_sha256"),
+        "torch": torch.__version__,
+        "format": FORMAT,
+    }
+    text = json.dumps(identity, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# ------------------------------------------------------------------------ random states
+def rng_state(shuffle: torch.Generator) -> dict:
+    """Every random state a run draws from, as tensors, numbers and lists."""
+    version, internal, gauss_next = random.getstate()
+    name, keys, pos, has_gauss, cached_gaussian = np.random.get_state()
+    return {
+        "python": {"version": version, "state": list(internal), "gauss_next": gauss_next},
+        "numpy": {
+            "bit_generator": name,
+            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached_gaussian),
+        },
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+        "shuffle": shuffle.get_state(),
+    }
+
+
+def set_rng_state(state: dict, shuffle: torch.Generator, log: Callable[[str], None]) -> None:
+    py = state["python"]
+    random.setstate((py["version"], tuple(py["state"]), py["gauss_next"]))
+    npy = state["numpy"]
+    np.random.set_state(
+        (npy["bit_generator"], npy["keys"].numpy().astype(np.uint32), npy["pos"],
+         npy["has_gauss"], npy["cached_gaussian"])
+    )  # fmt: skip
+    torch.set_rng_state(state["torch"])
+    cuda = state["cuda"]
+    if torch.cuda.is_available():
+        if len(cuda) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(cuda)
+        else:
+            log(f"checkpoint has {len(cuda)} CUDA random states for "
+                f"{torch.cuda.device_count()} devices: CUDA states left as seeded")  # fmt: skip
+    shuffle.set_state(state["shuffle"])
+
+
+# ------------------------------------------------------------------------- save / load
+def save(path: Path, state: dict) -> Path:
+    """Write a checkpoint atomically (temporary sibling, fsync, rename)."""
+    missing = [key for key in _KEYS if key not in state]
+    if missing:
+        raise ValueError(f"checkpoint state lacks {missing}")
+    return atomic_write(path, lambda tmp: torch.save(state, tmp))
+
+
+def load(
+    path: Path, digest: str, model: torch.nn.Module, optimizer, log: Callable[[str], None]
+) -> dict | None:
+    """The checkpoint at `path` if it exists, is readable, was made with `digest` and
+    fits `model` and `optimizer`; else None. A stale or unreadable one is deleted, with a
+    log line saying why (the run then starts from epoch 1)."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        problem = _malformed(state) or (
+            None if state["digest"] != digest else check_matches(state, model, optimizer)
+        )
+    except Exception as exc:  # any unreadable file: truncated, not a zip, bad pickle...
+        problem = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+    if problem:
+        log(f"checkpoint {path} is unreadable ({problem}): discarded, starting from epoch 1")
+        path.unlink(missing_ok=True)
+        return None
+    if state["digest"] != digest:
+        log(
+            f"checkpoint {path} was made with other settings or code (digest "
+            f"{state['digest']}, this run {digest}): discarded, starting from epoch 1"
+        )
+        path.unlink(missing_ok=True)
+        return None
+    return state
+
+
+_NESTED = {
+    "partial": ("loss_sum", "second", "n_rows", "seconds"),
+    "rng": ("python", "numpy", "torch", "cuda", "shuffle"),
+    "early_stopping": ("best", "best_state", "best_epoch", "since_best", "stopped_early"),
+}
+
+
+def _malformed(state) -> str | None:
+    """Why a loaded object is not a checkpoint of this format (None if it is one)."""
+    if not isinstance(state, dict):
+        return f"holds a {type(state).__name__}, not a checkpoint"
+    missing = [key for key in _KEYS if key not in state]
+    if missing:
+        return f"lacks {', '.join(missing)}"
+    if state["format"] != FORMAT:
+        return f"format {state['format']}, this code reads format {FORMAT}"
+    for key, fields in _NESTED.items():
+        if not isinstance(state[key], dict) or any(f not in state[key] for f in fields):
+            return f"{key} lacks one of {', '.join(fields)}"
+    rng = state["rng"]
+    reference = torch.get_rng_state()
+    for key in ("torch", "shuffle"):
+        if not isinstance(rng[key], torch.Tensor) or rng[key].shape != reference.shape:
+            return f"rng.{key} is not a generator state"
+    keys = rng["numpy"].get("keys") if isinstance(rng["numpy"], dict) else None
+    if not isinstance(keys, torch.Tensor) or keys.shape != (624,):
+        return "rng.numpy is not a MT19937 state"
+    python = rng["python"].get("state") if isinstance(rng["python"], dict) else None
+    if not isinstance(python, list) or len(python) != 625:
+        return "rng.python is not a Mersenne Twister state"
+    optimizer = state["optimizer"]
+    if not isinstance(optimizer, dict) or not {"state", "param_groups"} <= set(optimizer):
+        return "optimizer is not an optimizer state"
+    if not isinstance(state["curve"], list) or not isinstance(state["epoch"], int):
+        return "curve or epoch has the wrong type"
+    return None
+
+
+def check_matches(state: dict, model: torch.nn.Module, optimizer) -> str | None:
+    """Why the checkpoint does not fit `model` and `optimizer` (None if it does): the
+    names and shapes of the model's and the best state's tensors, the optimizer's
+    parameter groups."""
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    for what in ("model", "best_state"):
+        weights = state["model"] if what == "model" else state["early_stopping"]["best_state"]
+        if weights is None and what == "best_state":
+            continue
+        if not isinstance(weights, dict):
+            return f"{what} is not a state dict"
+        got = {k: tuple(getattr(v, "shape", ())) for k, v in weights.items()}
+        if got != expected:
+            diff = sorted(set(got) ^ set(expected)) or [k for k in got if got[k] != expected[k]]
+            return f"{what} does not fit the model ({', '.join(diff[:3])})"
+    groups = state["optimizer"]["param_groups"]
+    ours = optimizer.state_dict()["param_groups"]
+    if len(groups) != len(ours) or any(
+        len(g.get("params", ())) != len(o["params"]) for g, o in zip(groups, ours, strict=True)
+    ):
+        return "optimizer does not fit the model's parameters"
+    return None
+
+
+def discard(path: Path | None) -> None:
+    """Delete a run's checkpoint (its record is written). The folders stay: another job
+    may be about to write into them."""
+    if path is not None:
+        Path(path).unlink(missing_ok=True)

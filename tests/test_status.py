@@ -1,0 +1,383 @@
+"""`ssmbench status` and failure isolation.
+
+Unit tests build records and logs by hand; the integration test runs the real Snakemake
+on real UEA data with one corrupt prepared dataset and one model that raises, and checks
+that the other runs finish, each failure is in its log, and `ssmbench status` says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from conftest import REPO, make_project, tool_env
+
+from ssmbench.cli import main
+from ssmbench.config import Job, job_spec, load_params, suite_grid
+from ssmbench.status import (
+    LOG_TAIL_BYTES,
+    last_error_line,
+    run_status,
+    suite_status,
+    train_log_path,
+)
+
+TRACEBACK = """\
+[uea/BasicMotions/Broken/fold0] seed=0 device=cpu
+Traceback (most recent call last):
+  File "/x/ssmbench/cli.py", line 12, in main
+    return args.func(args)
+           ^^^^^^^^^^^^^^^
+  File "/x/ssmbench/models/transformers.py", line 400, in _build_encoder
+    raise ValueError(f"d_model ({d_model}) must be a multiple of n_heads ({n_heads})")
+ValueError: d_model (16) must be a multiple of n_heads (3)
+"""
+
+
+@pytest.fixture()
+def params():
+    return load_params(REPO / "params.yaml", suite="tiny")
+
+
+def write_record(params, job: Job, root: Path, **changes) -> Path:
+    """A record as `ssmbench train` writes it, with what matters for staleness."""
+    spec = job_spec(params, job)
+    record = {
+        "benchmark": job.benchmark,
+        "dataset": job.dataset,
+        "model": job.model,
+        "fold": job.fold,
+        "model_params": spec["model_params"],
+        "protocol": spec["settings"],
+        "code_digest": spec["code"],
+        "test_error": 0.1,
+        **changes,
+    }
+    path = job.record_path(root / params["paths"]["runs"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record))
+    return path
+
+
+def write_log(params, job: Job, root: Path, text: str, mtime: float | None = None) -> Path:
+    path = train_log_path(root / params["paths"]["logs"], job)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+# --- the last error line of a log ------------------------------------------------------
+
+
+def test_traceback_gives_its_exception_line(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text(TRACEBACK)
+    assert last_error_line(log) == "ValueError: d_model (16) must be a multiple of n_heads (3)"
+
+
+def test_chained_traceback_gives_the_last_exception(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text(
+        TRACEBACK
+        + "\nDuring handling of the above exception, another exception occurred:\n\n"
+        + 'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        + "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n"
+    )
+    assert last_error_line(log) == (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    )
+
+
+def test_cli_error_line_with_its_indented_continuation(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text(
+        "epoch 1/2 train_loss=0.5 error=0.1\n"
+        "ssmbench train: error: suite 'x' cannot get its data:\n"
+        "  uea/Foo: no archive folder\n"
+        "  uea/Bar: no archive folder\n"
+    )
+    assert last_error_line(log) == (
+        "ssmbench train: error: suite 'x' cannot get its data: uea/Foo: no archive folder; "
+        "uea/Bar: no archive folder"
+    )
+
+
+def test_slurm_time_limit_line_and_the_nearest_error_wins(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text(
+        TRACEBACK + "slurmstepd: error: *** JOB 42 ON node1 CANCELLED AT 2026-01-01T00:00:00 "
+        "DUE TO TIME LIMIT ***\n"
+    )
+    assert "DUE TO TIME LIMIT" in last_error_line(log)
+
+
+def test_progress_lines_are_not_errors(tmp_path):
+    log = tmp_path / "a.log"
+    log.write_text(
+        "epoch    1/300 train_loss=0.6 val_loss=0.5 best_epoch=1 (0.1s)\n"
+        "test set dt0.1: loss=0.1 error=0.0200\n"
+        "test (best epoch 1): loss=0.1 error=0.0200\n"
+    )
+    assert last_error_line(log) is None
+    empty = tmp_path / "b.log"
+    empty.write_text("")
+    assert last_error_line(empty) is None
+
+
+def test_only_the_tail_of_a_long_log_is_read(tmp_path):
+    log = tmp_path / "a.log"
+    progress = "epoch    1/300 train_loss=0.6 val_loss=0.5 best_epoch=1 (0.1s)\n"
+    log.write_text(progress * (3 * LOG_TAIL_BYTES // len(progress)) + TRACEBACK)
+    assert log.stat().st_size > 2 * LOG_TAIL_BYTES
+    assert last_error_line(log).startswith("ValueError: d_model (16)")
+
+
+# --- the state of each run ------------------------------------------------------------
+
+
+def test_each_state(params, tmp_path):
+    done, stale, failed, incomplete = suite_grid(params)  # tiny: 4 runs
+    missing = Job("uea", "BasicMotions", "MS4N", 7)
+    write_record(params, done, tmp_path)
+    write_record(params, stale, tmp_path, protocol={"lr": 1.0})
+    write_log(params, failed, tmp_path, TRACEBACK)
+    write_log(params, incomplete, tmp_path, "epoch    3/2 train_loss=0.6 best_epoch=1 (0.1s)\n")
+    states = {job: run_status(params, job, tmp_path) for job in (done, stale, failed, incomplete)}
+    assert states[done].state == "done" and states[done].detail == ""
+    assert states[stale].state == "stale"
+    assert states[stale].detail == "changed since the record: protocol settings"
+    assert states[failed].state == "failed"
+    assert states[failed].detail == "ValueError: d_model (16) must be a multiple of n_heads (3)"
+    assert states[failed].log == str(train_log_path(tmp_path / "logs", failed))
+    assert states[incomplete].state == "incomplete"
+    assert states[incomplete].detail.startswith("epoch    3/2")
+    assert run_status(params, missing, tmp_path).state == "missing"
+
+
+def test_run_stopped_for_preemption_is_incomplete_with_its_checkpoint(params, tmp_path):
+    params["paths"]["checkpoints"] = "checkpoints"
+    job = suite_grid(params)[0]
+    write_log(
+        params, job, tmp_path,
+        "epoch    3/300 train_loss=0.6 val_loss=0.5 best_epoch=3 (0.1s)\n"
+        "SIGTERM at epoch 4, batch 2/9: checkpoint written to checkpoints/uea/x.pt, the next "
+        "attempt resumes from it; exiting with status 75\n",
+    )  # fmt: skip
+    status = run_status(params, job, tmp_path)
+    assert status.state == "incomplete" and status.detail.startswith("SIGTERM at epoch 4")
+    assert status.checkpoint == ""
+    checkpoint = tmp_path / "checkpoints" / job.benchmark / job.dataset / job.model / "fold0.pt"
+    checkpoint.parent.mkdir(parents=True)
+    checkpoint.write_bytes(b"not read")
+    assert run_status(params, job, tmp_path).checkpoint == str(checkpoint)
+    write_record(params, job, tmp_path)  # a done run shows no checkpoint
+    assert run_status(params, job, tmp_path).checkpoint == ""
+
+
+def test_stale_record_whose_rerun_failed_is_failed(params, tmp_path):
+    job = suite_grid(params)[0]
+    record = write_record(params, job, tmp_path, code_digest="0" * 16)
+    old = record.stat().st_mtime
+    # an error from before the record is not the rerun's
+    write_log(params, job, tmp_path, TRACEBACK, mtime=old - 100)
+    status = run_status(params, job, tmp_path)
+    assert status.state == "stale" and "training code (0000000000000000 ->" in status.detail
+    write_log(params, job, tmp_path, TRACEBACK, mtime=old + 100)
+    status = run_status(params, job, tmp_path)
+    assert status.state == "failed" and status.detail.startswith("ValueError: d_model")
+
+
+def test_unreadable_record_is_stale_and_says_why(params, tmp_path):
+    job = suite_grid(params)[0]
+    path = job.record_path(tmp_path / "results" / "runs")
+    path.parent.mkdir(parents=True)
+    path.write_text('{"benchmark": "uea", ')  # cut short
+    status = run_status(params, job, tmp_path)
+    assert status.state == "stale" and status.detail.startswith(
+        "record unreadable (JSONDecodeError"
+    )
+
+
+def test_changed_model_hyperparameters_make_the_record_stale(params, tmp_path):
+    job = Job("uea", "BasicMotions", "MS4", 0)
+    write_record(params, job, tmp_path)
+    assert run_status(params, job, tmp_path).state == "done"
+    params["models"]["MS4"]["dropout"] = 0.1
+    status = run_status(params, job, tmp_path)
+    assert status.state == "stale" and status.detail == (
+        "changed since the record: model hyperparameters"
+    )
+
+
+def test_status_opens_records_and_logs_only(params, tmp_path):
+    """No dataset file, not even a prepared folder's meta.json, is opened."""
+    grid = suite_grid(params)
+    for job in grid[:2]:
+        write_record(params, job, tmp_path)
+    write_log(params, grid[2], tmp_path, TRACEBACK)
+    prepared = tmp_path / "data" / "prepared" / "uea" / "BasicMotions"
+    prepared.mkdir(parents=True)
+    np.save(prepared / "X.npy", np.zeros((2, 1, 3), np.float32))
+    (prepared / "meta.json").write_text("{}")
+    opened = _record_opens(lambda: suite_status(params, root=tmp_path))
+    assert str(grid[0].record_path(tmp_path / "results" / "runs")) in opened  # the hook sees
+    assert str(train_log_path(tmp_path / "logs", grid[2])) in opened
+    under_root = {Path(p).relative_to(tmp_path).parts[0] for p in opened if str(tmp_path) in p}
+    assert under_root <= {"results", "logs"}, opened
+    assert not any("prepared" in p for p in opened), opened
+
+
+_OPENS: list[str] | None = None
+
+
+def _audit(event, args):
+    if _OPENS is not None and event == "open" and isinstance(args[0], str | os.PathLike):
+        _OPENS.append(os.fspath(args[0]))
+
+
+def _record_opens(func) -> list[str]:
+    """The files `func` opens (Python's audit hook; hooks cannot be removed, so one guarded
+    hook serves every call)."""
+    global _OPENS
+    if not getattr(_record_opens, "installed", False):
+        sys.addaudithook(_audit)
+        _record_opens.installed = True
+    _OPENS = []
+    try:
+        func()
+        return list(_OPENS)
+    finally:
+        _OPENS = None
+
+
+def test_cli_formats_and_filter(params, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    grid = suite_grid(params)
+    write_record(params, grid[0], tmp_path)
+    write_log(params, grid[1], tmp_path, TRACEBACK)
+    argv = ["--params", str(REPO / "params.yaml"), "status", "--suite", "tiny"]
+
+    assert main([*argv, "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["suite"] == "tiny" and out["n_runs"] == len(grid) == 4
+    assert out["counts"] == {"done": 1, "stale": 0, "failed": 1, "incomplete": 0, "missing": 2}
+    assert [r["state"] for r in out["runs"]] == ["done", "failed", "missing", "missing"]
+
+    assert main([*argv, "--format", "csv", "--state", "failed"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0] == "benchmark,dataset,model,fold,state,detail,record,log,checkpoint"
+    assert len(lines) == 2 and ",failed," in lines[1] and "n_heads (3)" in lines[1]
+    assert "4 runs: 1 done, 0 stale, 1 failed, 0 incomplete, 2 missing" in captured.err
+
+    assert main([*argv]) == 0
+    table = capsys.readouterr().out
+    assert "ValueError: d_model (16) must be a multiple of n_heads (3)" in table
+    assert table.rstrip().endswith("4 runs: 1 done, 0 stale, 1 failed, 0 incomplete, 2 missing")
+
+
+# --- failure isolation through the real Snakemake ----------------------------------------
+
+
+def run(cmd, cwd, env, timeout=900):
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+@pytest.mark.integration
+def test_crashing_jobs_do_not_stop_the_others_and_status_names_them(tmp_path):
+    def crash_suite(params):
+        params["suite"] = "crash"
+        # a model whose hyperparameters pass validation but cannot be built
+        params["models"]["Broken"] = {**params["models"]["Transformer"], "d_model": 16,
+                                      "n_heads": 3, "d_ff": 16}  # fmt: skip
+        params["suites"]["crash"] = {
+            "description": "failure isolation test",
+            "benchmarks": {"uea": ["BasicMotions", "JapaneseVowels"]},
+            "models": ["MS4N", "MS4", "Broken"],
+            "folds": [0],
+            "overrides": {"max_epochs": 1},
+        }
+
+    project = make_project(tmp_path / "proj", crash_suite)
+    env = tool_env(project)
+    ssmbench = [sys.executable, "-m", "ssmbench.cli"]
+
+    def status():
+        code, out = run([*ssmbench, "status", "--format", "json"], project, env)
+        assert code == 0, out
+        return json.loads(out)
+
+    before = status()
+    assert before["counts"]["missing"] == 6 and before["n_runs"] == 6
+
+    code, out = run(["snakemake", "--cores", "2", "prepared"], project, env)
+    assert code == 0, out
+    # Corrupt one prepared dataset in place (as a bad disk or copy would): X.npy cut short.
+    x_path = project / "data" / "prepared" / "uea" / "JapaneseVowels" / "X.npy"
+    with open(x_path, "r+b") as handle:
+        handle.truncate(x_path.stat().st_size // 2)
+
+    # One core, the failing runs first (-P): without keep-going (profiles/default sets it;
+    # nothing is passed here) Snakemake would stop at the first failure.
+    started = time.time()
+    failing = [f"results/runs/uea/JapaneseVowels/{m}/fold0.json" for m in ("MS4N", "MS4", "Broken")]
+    code, out = run(["snakemake", "--cores", "1", "runs", "-P", *failing], project, env)
+    assert code != 0, out  # a job failed, so Snakemake reports failure...
+    runs = project / "results" / "runs" / "uea"
+    done = [runs / "BasicMotions" / m / "fold0.json" for m in ("MS4N", "MS4")]
+    for path in done:  # ...but ran everything else
+        assert path.is_file(), out
+        record = json.loads(path.read_text())
+        assert record["epochs_run"] == 1
+        # provenance of a real run
+        assert record["hostname"] and record["cpu"] and record["versions"]["torch"]
+        assert record["slurm_job_id"] is None
+        assert record["gpu"] == (
+            torch.cuda.get_device_name() if torch.cuda.is_available() else None
+        )
+    assert sorted(p.relative_to(runs).as_posix() for p in runs.rglob("*.json")) == [
+        "BasicMotions/MS4/fold0.json",
+        "BasicMotions/MS4N/fold0.json",
+    ]
+    logs = project / "logs" / "train" / "uea"
+    corrupt_log = (logs / "JapaneseVowels" / "MS4N" / "fold0.log").read_text()
+    broken_log = (logs / "BasicMotions" / "Broken" / "fold0.log").read_text()
+    # the failures ran first, and the successful runs after them
+    first_failure = min((logs / "JapaneseVowels").rglob("*.log"), key=lambda p: p.stat().st_mtime)
+    assert started < first_failure.stat().st_mtime < min(p.stat().st_mtime for p in done)
+
+    after = status()
+    assert after["counts"] == {"done": 2, "stale": 0, "failed": 4, "incomplete": 0, "missing": 0}
+    by_run = {(r["dataset"], r["model"], r["fold"]): r for r in after["runs"]}
+    # The error is the log's: the corrupt dataset's message names the file, the broken
+    # model's traceback ends in its exception.
+    corrupt = by_run[("JapaneseVowels", "MS4N", 0)]
+    assert corrupt["state"] == "failed" and "X.npy" in corrupt["detail"], corrupt
+    assert corrupt["detail"] in corrupt_log
+    broken = by_run[("BasicMotions", "Broken", 0)]
+    assert broken["state"] == "failed"
+    assert broken["detail"] == "ValueError: d_model (16) must be a multiple of n_heads (3)"
+    assert "Traceback (most recent call last):" in broken_log and broken["detail"] in broken_log
+    assert by_run[("BasicMotions", "MS4", 0)]["state"] == "done"
+
+    code, table = run([*ssmbench, "status"], project, env)
+    assert code == 0 and "2 done, 0 stale, 4 failed, 0 incomplete, 0 missing" in table, table
+    assert "ValueError: d_model (16) must be a multiple of n_heads (3)" in table
+
+    # A changed setting makes the finished runs stale (and Snakemake would rerun them).
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    params["protocol"]["lr"] = 2.0e-3
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    assert status()["counts"] == {
+        "done": 0, "stale": 2, "failed": 4, "incomplete": 0, "missing": 0
+    }  # fmt: skip
