@@ -423,11 +423,3 @@ def sync_settings_marker(record_path: str | Path, marker_path: str | Path, spec:
         write()
         os.utime(marker_path, (record_time - 1, record_time - 1))
     return marker_path
-
-
-def train_resources(params: dict, job_model: str) -> dict:
-    """Resources of a training job: resources.train.default, then a per-model entry."""
-    train = params["resources"]["train"]
-    res = dict(train["default"])
-    res.update(train.get(job_model, {}))
-    return res
