@@ -96,3 +96,23 @@ def atomic_folder(target: str | os.PathLike) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_prepared_folder(
+    out_dir: str | os.PathLike, name: str, arrays: dict, texts: dict[str, str], meta: dict
+) -> Path:
+    """Write a prepared dataset ``<out_dir>/<name>/`` (docs/contracts.md) in one go: each
+    array as ``.npy`` (no pickles), each text file, and ``meta.json``, in a temporary
+    sibling renamed into place (``atomic_folder``)."""
+    import numpy as np
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / name
+    with atomic_folder(target) as tmp:
+        for fname, arr in arrays.items():
+            np.save(tmp / fname, arr, allow_pickle=False)
+        for fname, text in texts.items():
+            (tmp / fname).write_text(text, encoding="utf-8")
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    return target

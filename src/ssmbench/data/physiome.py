@@ -176,7 +176,7 @@ import numpy as np
 
 from ssmbench.data.errors import DataError
 from ssmbench.data.provenance import PROVENANCE, sha256_file, verified_provenance
-from ssmbench.io import atomic_folder, atomic_write_json, swap_into_place
+from ssmbench.io import atomic_write_json, swap_into_place, write_prepared_folder
 
 # --------------------------------------------------------------------------- sources
 PAPER_URL = "https://arxiv.org/abs/2502.07489"
@@ -1442,16 +1442,7 @@ def prepare_physiome(
         **sim["timings"],
         "total_s": round(time.perf_counter() - t_start, 3),
     }
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / name
-    with atomic_folder(target) as tmp:
-        for fname, arr in arrays.items():
-            np.save(tmp / fname, arr, allow_pickle=False)
-        for fname, text in texts.items():
-            (tmp / fname).write_text(text, encoding="utf-8")
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    return target
+    return write_prepared_folder(out_dir, name, arrays, texts, meta)
 
 
 def _version() -> str:

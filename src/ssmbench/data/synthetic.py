@@ -67,7 +67,6 @@ irregular additions ``T.npy`` (timestamps, ``(N, L)``) and ``M.npy`` (mask, ``(N
 
 from __future__ import annotations
 
-import json
 import os
 import random
 from collections.abc import Sequence
@@ -79,7 +78,7 @@ import numpy as np
 
 from ssmbench.data.errors import DataError
 from ssmbench.data.store import PreparedDataset
-from ssmbench.io import atomic_folder
+from ssmbench.io import write_prepared_folder
 
 # --------------------------------------------------------------------------- constants
 PAPER_URL = "https://arxiv.org/abs/2605.09742"
@@ -155,21 +154,6 @@ def _seed_repr(seed):
 def _fmt(value: float) -> str:
     """A rate or step as it appears in keys and file names: 0.1, 1, 1.5."""
     return f"{float(value):g}"
-
-
-def _write_prepared(
-    out_dir: Path, name: str, arrays: dict[str, np.ndarray], texts: dict[str, str], meta
-) -> Path:
-    """Write ``<out_dir>/<name>/`` in a temporary sibling, then rename it into place."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / name
-    with atomic_folder(target) as tmp:
-        for fname, arr in arrays.items():
-            np.save(tmp / fname, arr, allow_pickle=False)
-        for fname, text in texts.items():
-            (tmp / fname).write_text(text, encoding="utf-8")
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    return target
 
 
 def _index_text(rows) -> str:
@@ -408,7 +392,7 @@ def prepare_fading_flash(
         "prepared_with": _version(),
         "created": _now(),
     }
-    return _write_prepared(Path(out_dir), FF_NAME, arrays, texts, meta)
+    return write_prepared_folder(Path(out_dir), FF_NAME, arrays, texts, meta)
 
 
 # --------------------------------------------------------------------------- drop rate
@@ -687,7 +671,7 @@ def prepare_drop_rate_variant(
         "prepared_with": _version(),
         "created": _now(),
     }
-    return _write_prepared(
+    return write_prepared_folder(
         Path(out_dir),
         name,
         {"X.npy": X, "y.npy": y, "T.npy": T, "M.npy": M},
