@@ -271,7 +271,7 @@ def benchmark_settings(
 # part of every job's settings, so changing what it does reruns the runs; plotting,
 # validation and provenance code are not here.
 TRAINING_CODE = ("train/protocol.py", "data/store.py", "complexity.py")
-#: of models/__init__.py only these count (not the registry dict: registering a new family
+#: of models/registry.py only these count (not the registry dict: registering a new family
 #: must not rerun every other family's runs)
 REGISTRY_FUNCTIONS = ("_check_value", "validate_model_params", "build_model", "supports_per_step")
 
@@ -338,7 +338,7 @@ def training_code_digest(family: str | None = None) -> str:
     for path in [package / f for f in TRAINING_CODE] + model_files:
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(_syntax(path))
-    registry = ast.parse((models_dir / "__init__.py").read_text())
+    registry = ast.parse((models_dir / "registry.py").read_text())
     for node in registry.body:
         if isinstance(node, ast.FunctionDef) and node.name in REGISTRY_FUNCTIONS:
             digest.update(ast.dump(_strip_docstrings(node)).encode())

@@ -1,0 +1,37 @@
+"""The family table: params.yaml ``family`` name -> model class.
+
+Kept apart from the registry's functions (``registry.py``) so that registering a new
+family changes no other family's code digest (``ssmbench.staleness``).
+"""
+
+from __future__ import annotations
+
+from .convtran import ConvTranClassifier
+from .estimators import ExtraTreesModel, HydraModel, QuantModel
+from .fcn import FCNClassifier
+from .inception import HInceptionClassifier
+from .mamba import Mamba1Classifier, Mamba2Classifier
+from .ms4 import MS4Classifier, S4DClassifier
+from .rnn import GRUClassifier, LSTMClassifier
+from .transformers import InformerClassifier, ITransformerClassifier, TransformerClassifier
+
+#: family name (params.yaml ``family``) -> model class. Each class lists its accepted
+#: hyperparameters and their types in ``HYPERPARAMS``.
+FAMILIES: dict[str, type] = {
+    "ms4": MS4Classifier,
+    "s4d": S4DClassifier,
+    "convtran": ConvTranClassifier,
+    "mamba1": Mamba1Classifier,
+    "mamba2": Mamba2Classifier,
+    "gru": GRUClassifier,
+    "lstm": LSTMClassifier,
+    "fcn": FCNClassifier,
+    "hinception": HInceptionClassifier,
+    "transformer": TransformerClassifier,
+    "informer": InformerClassifier,
+    "itransformer": ITransformerClassifier,
+    # non-deep (fit once, no epochs): KIND = "estimator", see estimators.py
+    "quant": QuantModel,
+    "hydra": HydraModel,
+    "extratrees": ExtraTreesModel,
+}

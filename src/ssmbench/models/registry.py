@@ -1,0 +1,111 @@
+"""The model registry's functions: check a params.yaml model entry, build it, and say
+what kind of model it is. The family table itself is ``families.FAMILIES``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import torch.nn as nn
+
+from .families import FAMILIES
+
+
+def is_estimator(model: Any) -> bool:
+    """Whether a model (class or instance) is a non-deep estimator fit once per fold
+    (QUANT, Hydra, ExtraTrees), not a torch module trained by epochs."""
+    return getattr(model, "KIND", None) == "estimator"
+
+
+def family_is_estimator(family: str) -> bool:
+    """``is_estimator`` for a params.yaml family name."""
+    return is_estimator(FAMILIES[family])
+
+
+def _check_value(name: str, key: str, value: Any, kind: type) -> None:
+    def bad(expected: str) -> ValueError:
+        return ValueError(
+            f"model {name!r}: hyperparameter {key!r} must be {expected}, got {value!r}"
+        )
+
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise bad("a boolean")
+        return
+    if kind is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad("an integer")
+        if value < 1:
+            raise bad("a positive integer")
+        if key == "d_state" and value % 2:
+            raise bad("an even integer (N/2 complex modes)")
+        return
+    if kind is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise bad("a number")
+        if key == "dropout" and not 0.0 <= value < 1.0:
+            raise bad("in [0, 1)")
+        if key == "max_features" and not 0.0 < value <= 1.0:
+            raise bad("a fraction in (0, 1]")
+        return
+    raise AssertionError(f"unsupported hyperparameter type {kind}")  # pragma: no cover
+
+
+def validate_model_params(name: str, model_params: Mapping[str, Any]) -> dict[str, Any]:
+    """Checks a params.yaml model entry without building it.
+
+    Returns the hyperparameters (without ``family``) as a new dict. Raises ``ValueError``
+    naming the model for: a missing or unknown family, an unknown hyperparameter key
+    (listing the allowed ones), or a value of the wrong type or range.
+    """
+    if not isinstance(model_params, Mapping):
+        raise ValueError(f"model {name!r}: entry must be a mapping, got {model_params!r}")
+    family = model_params.get("family")
+    if family is None:
+        raise ValueError(f"model {name!r}: missing 'family' (allowed families: {sorted(FAMILIES)})")
+    if family not in FAMILIES:
+        raise ValueError(
+            f"model {name!r}: unknown family {family!r} (allowed families: {sorted(FAMILIES)})"
+        )
+    allowed: dict[str, type] = FAMILIES[family].HYPERPARAMS
+    hyper = {k: v for k, v in model_params.items() if k != "family"}
+    for key, value in hyper.items():
+        if key not in allowed:
+            raise ValueError(
+                f"model {name!r} (family {family!r}): unknown hyperparameter {key!r}; "
+                f"allowed: {sorted(allowed)}"
+            )
+        _check_value(name, key, value, allowed[key])
+    return hyper
+
+
+def build_model(
+    name: str,
+    n_channels: int,
+    n_classes: int,
+    length: int,
+    model_params: Mapping[str, Any],
+    per_step: bool = False,
+) -> nn.Module:
+    """Builds the model ``name`` described by its params.yaml entry ``model_params``.
+
+    ``n_classes`` is the number of outputs (classes, or regression targets per row or per
+    step). ``per_step=True`` asks for one output vector per time step, (B, L, K).
+    """
+    hyper = validate_model_params(name, model_params)
+    cls = FAMILIES[model_params["family"]]
+    if "dropout" in hyper:
+        hyper["dropout"] = float(hyper["dropout"])
+    if per_step:
+        if not supports_per_step(model_params):
+            raise ValueError(
+                f"model {name!r} (family {model_params['family']!r}) has no per-step output, "
+                f"which this dataset's per-step regression targets need"
+            )
+        hyper["per_step"] = True
+    return cls(n_channels=n_channels, n_classes=n_classes, length=length, **hyper)
+
+
+def supports_per_step(model_params: Mapping[str, Any]) -> bool:
+    """Whether the model's family can output one vector per time step."""
+    return bool(getattr(FAMILIES[model_params["family"]], "SUPPORTS_PER_STEP", False))
