@@ -1,4 +1,5 @@
-"""ssmbench.data.synthetic: the Fading Flash task and the drop-rate variant (TIDES).
+"""ssmbench.data.fading_flash and ssmbench.data.drop_rate: the TIDES Fading Flash task and
+the drop-rate variant.
 
 The drop-rate variant is built from BasicMotions, prepared from aeon's bundled copy
 (offline); EigenWorms itself is too large to ship.
@@ -15,16 +16,18 @@ import numpy as np
 import pytest
 
 from ssmbench.data import store
-from ssmbench.data.errors import DataError
-from ssmbench.data.synthetic import (
-    DROP_TEST_RATES,
-    FF_RATES,
-    TEST_DT_GRID,
+from ssmbench.data.drop_rate import (
+    TEST_RATES,
     drop_mask,
     drop_time_steps,
-    generate_fading_flash,
     n_kept,
     prepare_drop_rate_variant,
+)
+from ssmbench.data.errors import DataError
+from ssmbench.data.fading_flash import (
+    RATES,
+    TEST_DT_GRID,
+    generate_fading_flash,
     prepare_fading_flash,
 )
 from ssmbench.data.uea import fetch_uea, prepare_uea
@@ -58,7 +61,7 @@ def test_fading_flash_target_is_the_recurrence():
     X, y, T = d["X"], d["y"], d["T"]
     steps = np.diff(T.astype(np.float64), axis=1, prepend=0.0)  # [T_0, diff(T)]
     for i in (0, 1, 7, 42, 63):
-        rate = np.asarray(FF_RATES)[np.argmax(X[i, 1:], axis=0)]
+        rate = np.asarray(RATES)[np.argmax(X[i, 1:], axis=0)]
         h, expect = 0.0, []
         for k in range(40):
             a = math.exp(-rate[k] * d["dt"][i, k])
@@ -273,11 +276,11 @@ def test_prepare_drop_rate_variant_from_basicmotions(basicmotions, tmp_path):
     assert meta["fold_scheme"] == "fixed_test_sets" and meta["n_folds"] == 1
     assert meta["derived_from"]["name"] == "BasicMotions"
     assert meta["drop"]["train_rate"] == 0.5
-    assert meta["drop"]["test_rates"] == list(DROP_TEST_RATES)
+    assert meta["drop"]["test_rates"] == list(TEST_RATES)
     assert meta["drop"]["seed"] == 42
     assert meta["classes"] == src.meta["classes"]
-    N = n_tr + n_te * len(DROP_TEST_RATES)
-    width = n_kept(L, min(DROP_TEST_RATES))
+    N = n_tr + n_te * len(TEST_RATES)
+    width = n_kept(L, min(TEST_RATES))
     assert (meta["N"], meta["C"], meta["L"]) == (N, src.meta["C"], width)
 
     X = np.load(out / "X.npy", mmap_mode="r", allow_pickle=False)
@@ -299,7 +302,7 @@ def test_prepare_drop_rate_variant_from_basicmotions(basicmotions, tmp_path):
     assert np.all(X[:n_tr, :, k:] == 0)
 
     union = []
-    for i, r in enumerate(DROP_TEST_RATES):
+    for i, r in enumerate(TEST_RATES):
         rows = _index_file(out / meta["test_sets"][f"rate={r:g}"])
         assert rows.size == n_te
         k = n_kept(L, r)

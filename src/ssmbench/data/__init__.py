@@ -4,7 +4,8 @@
 * :mod:`ssmbench.data.sources` — fetch / prepare / pre-flight check, by benchmark source.
 * :mod:`ssmbench.data.uea` — the UEA archive: :func:`fetch_uea`, :func:`prepare_uea`.
 * :mod:`ssmbench.data.monster` — MONSTER from the Hugging Face Hub or a local copy.
-* :mod:`ssmbench.data.synthetic` — TIDES' Fading Flash and the drop-rate variant.
+* :mod:`ssmbench.data.fading_flash` — TIDES' Fading Flash task, generated.
+* :mod:`ssmbench.data.drop_rate` — drop-rate variants of a prepared dataset (TIDES).
 * :mod:`ssmbench.data.store` — the prepared format (``docs/contracts.md``):
   :class:`PreparedDataset` and :func:`stratified_validation_split`.
 """

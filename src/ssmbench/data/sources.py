@@ -6,9 +6,9 @@ module does the work. params.yaml `benchmarks.<b>.source` picks it:
 * ``monster``   MONSTER on the Hugging Face Hub (``monster.py``).
 * ``physiome``  Physiome-ODE (``physiome.py``): generated from myokit models, or the
                 official Zenodo archive.
-* ``synthetic`` the TIDES Fading Flash task (``synthetic.py``), generated.
+* ``synthetic`` the TIDES Fading Flash task (``fading_flash.py``), generated.
 * ``uea_drop``  a dataset of another benchmark with time steps dropped at random
-                (``synthetic.py``): ``<Base>Drop`` is derived from the prepared ``<Base>`` of
+                (``drop_rate.py``): ``<Base>Drop`` is derived from the prepared ``<Base>`` of
                 the benchmark named by ``derived_from`` (EigenWormsDrop <- uea/EigenWorms).
 
 Two jobs fetching or preparing the same dataset at once (two workflows on one shared
@@ -150,18 +150,18 @@ def prepare(name: str, raw_dir: str | Path, out_dir: str | Path, settings: dict)
 
 
 def _prepare_synthetic(name: str, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data import synthetic
+    from ssmbench.data import fading_flash
 
-    if name != synthetic.FF_NAME:
+    if name != fading_flash.NAME:
         raise DataError(
             f"synthetic dataset {name!r} is unknown: the synthetic source makes "
-            f"{synthetic.FF_NAME} only"
+            f"{fading_flash.NAME} only"
         )
     gen = dict(settings.get("generator") or {})
     if "dt_range" in gen:
         gen["dt_range"] = tuple(gen["dt_range"])
     try:
-        return synthetic.prepare_fading_flash(out_dir, **gen)
+        return fading_flash.prepare_fading_flash(out_dir, **gen)
     except TypeError as exc:  # an unknown generator key
         raise DataError(
             f"benchmarks.synthetic.generator in params.yaml: {exc}. Allowed keys: n_train, "
@@ -170,7 +170,7 @@ def _prepare_synthetic(name: str, out_dir: Path, settings: dict) -> Path:
 
 
 def _prepare_drop(name: str, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data.synthetic import prepare_drop_rate_variant
+    from ssmbench.data.drop_rate import prepare_drop_rate_variant
 
     base_benchmark, base = derived_base(name, settings)
     source_dir = out_dir.parent / base_benchmark / base
@@ -220,14 +220,15 @@ def _check_recipe(name: str, source: str, settings: dict) -> None:
     import inspect
 
     if source == "synthetic":
-        from ssmbench.data import synthetic
+        from ssmbench.data import fading_flash
 
-        if name != synthetic.FF_NAME:
+        if name != fading_flash.NAME:
             raise DataError(
                 f"synthetic dataset {name!r} is unknown: the synthetic source makes "
-                f"{synthetic.FF_NAME} only"
+                f"{fading_flash.NAME} only"
             )
-        allowed = set(inspect.signature(synthetic.prepare_fading_flash).parameters) - {"out_dir"}
+        allowed = set(inspect.signature(fading_flash.prepare_fading_flash).parameters)
+        allowed -= {"out_dir"}
         unknown = set(settings.get("generator") or {}) - allowed
         if unknown:
             raise DataError(
