@@ -11,8 +11,8 @@ import pytest
 import yaml
 from conftest import REPO
 
-from ssmbench.complexity import table4_comparison
 from ssmbench.models import FAMILIES
+from ssmbench.report.table4 import table4_comparison
 
 MODELS = yaml.safe_load((REPO / "params.yaml").read_text())["models"]
 TOLERANCE = 0.05

@@ -133,7 +133,7 @@ def cmd_report(args) -> int:
 def cmd_complexity(args) -> int:
     from ssmbench.complexity import count_params, mmac
     from ssmbench.config import ConfigError
-    from ssmbench.models import build_model
+    from ssmbench.models import build_model, is_estimator
 
     params = _params(args)
     for name in args.models or []:
@@ -150,7 +150,7 @@ def cmd_complexity(args) -> int:
     print(f"{'model':<14}{'params':>12}{'MMac':>12}   ({shape})")
     for name in names:
         model = build_model(name, args.channels, args.classes, args.length, params["models"][name])
-        if getattr(model, "KIND", "") == "estimator":
+        if is_estimator(model):
             print(f"{name:<14}{'n/a':>12}{'n/a':>12}")
             continue
         print(
@@ -161,8 +161,8 @@ def cmd_complexity(args) -> int:
 
 def _complexity_table4(params, args) -> int:
     """Per model and MONSTER domain: ours beside the MS4N paper's Table 4."""
-    from ssmbench.complexity import table4_comparison
     from ssmbench.io import atomic_write
+    from ssmbench.report.table4 import declared_gaps, table4_comparison
 
     df = table4_comparison(params["models"], args.models)
 
@@ -183,12 +183,8 @@ def _complexity_table4(params, args) -> int:
             f"{num(r.mmac, ',.2f'):>11}{num(r.mmac_paper, ',.2f'):>11}"
             f"{pct(r.mmac_diff_pct):>8}"
         )
-    from ssmbench.models import FAMILIES
-
     for name in dict.fromkeys(df["model"]):
-        for (key, domain), why in getattr(
-            FAMILIES[params["models"][name]["family"]], "TABLE4_GAPS", {}
-        ).items():
+        for (key, domain), why in declared_gaps(params["models"][name]["family"]).items():
             where = "every domain" if domain == "*" else domain
             print(f"\n{name} {key} ({where}) is not matched: {why}")
     if args.csv:

@@ -185,37 +185,3 @@ def domain_averages(
         acc[1] += mmac(model, C, L, device=device, convention=convention)
         acc[2] += 1
     return {d: {"params": p / n, "mmac": m / n, "n": n} for d, (p, m, n) in sums.items()}
-
-
-def table4_comparison(models: dict, names=None, device: str = "meta"):
-    """Our parameters and MMac beside the MS4N paper's Table 4, per model and MONSTER
-    domain: a DataFrame with ``model, domain, params, params_paper, params_diff_pct, mmac,
-    mmac_paper, mmac_diff_pct`` (diff = ours / paper - 1, in %). ``models``: the
-    params.yaml ``models:`` mapping; ``names``: which (default: those Table 4 has).
-    Non-deep models (no parameters or MACs: "not applicable") get empty figures."""
-    import pandas as pd
-
-    from .models import FAMILIES
-    from .report.reference import load_published_domains_monster
-
-    table4 = load_published_domains_monster()
-    published = {(r.model, r.domain, r.metric): r.value for r in table4.itertuples()}
-    names = list(names) if names else [m for m in models if m in set(table4["model"])]
-    rows = []
-    for name in names:
-        entry = models[name]
-        estimator = getattr(FAMILIES[entry["family"]], "KIND", "") == "estimator"
-        ours = {} if estimator else domain_averages(name, entry, device=device)
-        for domain in dict.fromkeys(table4["domain"]):
-            row = {"model": name, "domain": domain}
-            for key, metric in (("params", "Param"), ("mmac", "FLOPs")):
-                value = ours.get(domain, {}).get(key)
-                paper = published.get((name, domain, metric))
-                paper = None if paper is None or pd.isna(paper) else float(paper)
-                row[key] = value
-                row[f"{key}_paper"] = paper
-                row[f"{key}_diff_pct"] = (
-                    100.0 * (value / paper - 1.0) if value is not None and paper else None
-                )
-            rows.append(row)
-    return pd.DataFrame(rows)
