@@ -1,7 +1,7 @@
 """ssmbench.data: fetch, prepare and open UEA datasets, on real data.
 
 aeon ships BasicMotions and JapaneseVowels, so most tests run anywhere (offline).
-The RacketSports test needs ../shared/data/uea beside the repository and skips without it.
+The RacketSports test needs ../shared/data/uea (the `shared_uea` fixture of conftest.py).
 """
 
 from __future__ import annotations
@@ -26,9 +26,6 @@ from ssmbench.data import (
     stratified_validation_split,
 )
 from ssmbench.data.uea import read_ts
-
-# ../shared beside the repository (the dev workspace only; a user's clone has none).
-SHARED_UEA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "uea"
 
 CONTRACT_META_KEYS = {
     "name",
@@ -175,10 +172,8 @@ def test_prepare_replaces_atomically(prepared, tmp_path):
     assert np.array_equal(PreparedDataset(second).X, PreparedDataset(path).X)
 
 
-def test_racketsports_label_case(tmp_path):
-    if not (SHARED_UEA / "RacketSports").is_dir():
-        pytest.skip(f"no shared UEA archive at {SHARED_UEA} (only in the dev workspace)")
-    prov = fetch_uea("RacketSports", tmp_path / "raw", archive_dir=SHARED_UEA, download=False)
+def test_racketsports_label_case(tmp_path, shared_uea):
+    prov = fetch_uea("RacketSports", tmp_path / "raw", archive_dir=shared_uea, download=False)
     assert prov["source"] == "archive_dir" and prov["verified_against"]
     d = PreparedDataset(prepare_uea("RacketSports", tmp_path / "raw", tmp_path / "prepared"))
     m = d.meta
