@@ -35,4 +35,3 @@ __all__ = [
     "supports_per_step",
     "validate_model_params",
 ]
-

@@ -62,6 +62,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .frame import ClassifierHead, MeanOverSteps, SequenceClassifier, optional_dropout
 from .s4d import S4DLayer
 
 __all__ = ["ChannelGLU", "MS4Classifier", "S4DClassifier"]
@@ -87,24 +88,11 @@ class ChannelGLU(nn.Module):
         return F.glu(y, dim=-1)  # (B, L, H): first half * sigmoid(second half)
 
 
-class MS4Classifier(nn.Module):
+class MS4Classifier(SequenceClassifier):
     """MS4 (layer_norm=False) / MS4N (layer_norm=True) classifier."""
 
-    #: can return one output per time step (``per_step=True``)
-    SUPPORTS_PER_STEP = True
     #: small hyperparameters for the contract tests (tests/test_model_contract.py)
     TEST_PARAMS = {"d_model": 8, "d_state": 8}
-
-    #: hyperparameters accepted from params.yaml and their types
-    HYPERPARAMS: dict[str, type] = {
-        "d_model": int,
-        "d_state": int,
-        "n_layers": int,
-        "layer_norm": bool,
-        "dropout": float,
-        "b_scales_step": bool,
-        "first_layer_residual": bool,
-    }
 
     def __init__(
         self,
@@ -120,11 +108,7 @@ class MS4Classifier(nn.Module):
         first_layer_residual: bool = True,
         per_step: bool = False,
     ) -> None:
-        super().__init__()
-        self.n_channels = n_channels
-        self.n_classes = n_classes
-        self.length = length
-        self.per_step = per_step
+        super().__init__(n_channels, n_classes, length, per_step)
         self.first_layer_residual = first_layer_residual
         H = d_model
         self.input_proj = nn.Linear(n_channels, H)
@@ -133,8 +117,8 @@ class MS4Classifier(nn.Module):
         )
         self.mixers = nn.ModuleList([ChannelGLU(H) for _ in range(n_layers)])
         self.norms = nn.ModuleList([nn.LayerNorm(H) for _ in range(n_layers)] if layer_norm else [])
-        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
-        self.head = nn.Sequential(nn.Linear(H, H), nn.GELU(), nn.Linear(H, n_classes))
+        self.dropout = optional_dropout(dropout)
+        self.head = ClassifierHead(H, H, n_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # The residual stream is kept as (B, L, H) (channels last) so that the position-wise
@@ -147,18 +131,13 @@ class MS4Classifier(nn.Module):
             x = z + x if (i > 0 or self.first_layer_residual) else z
             if self.norms:
                 x = self.norms[i](x)  # LayerNorm over H
-        if self.per_step:
-            return self.head(x)  # (B, L, K)
-        x = x.mean(dim=-2)  # (B, H)
-        return self.head(x)  # (B, K)
+        return self.readout(x)  # (B, K), or (B, L, K) per step
 
 
-class S4DClassifier(nn.Module):
+class S4DClassifier(SequenceClassifier):
     """Plain S4D baseline: one S4D layer on the raw C channels, GAP, MLP head."""
 
-    HYPERPARAMS: dict[str, type] = {"d_state": int, "dropout": float}
     HEAD_WIDTH = 64
-    SUPPORTS_PER_STEP = True
     TEST_PARAMS = {"d_state": 8}
 
     def __init__(
@@ -170,20 +149,11 @@ class S4DClassifier(nn.Module):
         dropout: float = 0.0,
         per_step: bool = False,
     ) -> None:
-        super().__init__()
-        self.n_channels = n_channels
-        self.n_classes = n_classes
-        self.length = length
-        self.per_step = per_step
+        super().__init__(n_channels, n_classes, length, per_step)
         self.ssm = S4DLayer(n_channels, d_state, dropout)  # H = C
-        self.head = nn.Sequential(
-            nn.Linear(n_channels, self.HEAD_WIDTH),
-            nn.GELU(),
-            nn.Linear(self.HEAD_WIDTH, n_classes),
-        )
+        self.pool = MeanOverSteps(channels_first=True)
+        self.head = ClassifierHead(n_channels, self.HEAD_WIDTH, n_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.ssm(x)  # (B, C, L)
-        if self.per_step:
-            return self.head(x.transpose(-1, -2))  # (B, L, K)
-        return self.head(x.mean(dim=-1))  # (B, K)
+        return self.readout(x.transpose(-1, -2))  # (B, K), or (B, L, K) per step
