@@ -14,24 +14,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ssmbench.data.checksums import sha256_file
+from ssmbench.data.download import check_url, safe_extract
 from ssmbench.data.errors import DataError
 from ssmbench.data.physiome import (
     DEFAULTS,
     PHYSIOME_MODELS,
     PINNED_SHA256,
     build_dataset,
-    check_url,
     fetch_physiome,
     fold_assignment,
     load_model_files,
     locate_physiome,
     prepare_physiome,
     resolve_settings,
-    safe_extract,
     seed_words,
     simulate_physiome,
 )
-from ssmbench.data.provenance import PROVENANCE, sha256_file
+from ssmbench.data.provenance import PROVENANCE
 from ssmbench.data.store import REQUIRED_META, PreparedDataset
 
 sys.path.insert(0, str(Path(__file__).parent))

@@ -1,5 +1,5 @@
 """A stand-in for Zenodo's REST API on 127.0.0.1, for offline tests of the Physiome-ODE
-download (``ssmbench.data.physiome``).
+download (``ssmbench.data.physiome.zenodo``).
 
 Routes (those the client uses):
 

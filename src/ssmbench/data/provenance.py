@@ -3,20 +3,21 @@ the sha256 of each file, and the check that a recorded fetch is still intact."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
+
+from ssmbench.data.checksums import sha256_file
 
 PROVENANCE = "provenance.json"
 
+__all__ = ["PROVENANCE", "recorded_files", "sha256_file", "utc_now", "verified_provenance"]
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+
+def utc_now() -> str:
+    """The time stamp of a record (``fetched``, ``created``): UTC, to the second."""
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def verified_provenance(dest: Path, name: str, file_names: Iterable[str]) -> dict | None:
@@ -40,3 +41,15 @@ def verified_provenance(dest: Path, name: str, file_names: Iterable[str]) -> dic
         if sha256_file(path) != recorded[rel]:
             return None
     return prov
+
+
+def recorded_files(dest: Path, name: str) -> list[str] | None:
+    """The file names (relative to ``dest``) that ``dest/provenance.json`` records for
+    dataset ``name``; None when there is no readable record or it lists none."""
+    try:
+        prov = json.loads((dest / PROVENANCE).read_text(encoding="utf-8"))
+        keys = list(prov["raw_files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    files = [k.split("/", 1)[1] for k in keys if k.startswith(f"{name}/")]
+    return files or None

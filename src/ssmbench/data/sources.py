@@ -4,7 +4,7 @@ module does the work. params.yaml `benchmarks.<b>.source` picks it:
 
 * ``uea``       UEA archive (``uea.py``): local archive folder, aeon's bundled sets, download.
 * ``monster``   MONSTER on the Hugging Face Hub (``monster.py``).
-* ``physiome``  Physiome-ODE (``physiome.py``): generated from myokit models, or the
+* ``physiome``  Physiome-ODE (``physiome/``): generated from myokit models, or the
                 official Zenodo archive.
 * ``synthetic`` the TIDES Fading Flash task (``fading_flash.py``), generated.
 * ``uea_drop``  a dataset of another benchmark with time steps dropped at random

@@ -1,0 +1,207 @@
+"""Preparing a Physiome-ODE dataset: simulate the fetched model, build the arrays, and write
+``<out_dir>/<Name>/`` with its ``meta.json`` (every setting, seed, timing, the raw files'
+sha256 and the deviations from the reference) in one atomic step. A zenodo-mode dataset
+is refused with the reason (``zenodo.py``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from ssmbench.data.checksums import sha256_file
+from ssmbench.data.errors import DataError
+from ssmbench.data.physiome.dataset import TARGET_LAYOUT, TIMESTAMP_POLICY, build_dataset
+from ssmbench.data.physiome.models import (
+    BENCHMARK,
+    CODE_URL,
+    DOMAIN,
+    GENERATE_CODE_URL,
+    PAPER_URL,
+    PHYSIOME_MODELS,
+)
+from ssmbench.data.physiome.myokit_models import myokit_versions, raw_names
+from ssmbench.data.physiome.settings import (
+    GENERATOR_KEYS,
+    ZENODO_RECORD,
+    resolve_settings,
+    seed_words,
+)
+from ssmbench.data.physiome.simulate import simulate_physiome
+from ssmbench.data.provenance import PROVENANCE, utc_now, verified_provenance
+from ssmbench.io import write_prepared_folder
+
+#: how our protocol differs from the reference's, written into ``meta["deviations"]``
+#: (``ssmbench.data.physiome`` says why)
+DEVIATIONS = [
+    "normalisation: mean/std from the rows in no fold's test set (reference: all rows)",
+    "folds: one noise/mask realisation and one permutation; the five 10 % test sets are "
+    "disjoint (reference: five independent 70/20/10 re-splits, each with its own noise and "
+    "masks); split drawn before the |z| > 10 drop",
+    "forecast channels: all states (reference: the 10 of highest JGD when a model has more)",
+    "an instance failing max_tries times is skipped and counted (reference: aborts)",
+    "models: five myokit-shipped files (HH 1952 from BioModels SBML, the others myokit .mmt "
+    "conversions of CellML) instead of the reference's 50 CellML exports; solver CVODES "
+    "(myokit) instead of LSODA; no max_step; pacing protocols not perturbed",
+]
+
+
+def _index_text(rows) -> str:
+    return "".join(f"{int(i)}\n" for i in rows)
+
+
+def prepare_physiome(
+    name: str, raw_dir: str | os.PathLike, out_dir: str | os.PathLike, settings: dict | None
+) -> Path:
+    """Write ``<out_dir>/<name>/`` (atomically) from the model files fetched into
+    ``<raw_dir>/<name>/``; return the folder. See the module docstring for the layout."""
+    t_start = time.perf_counter()
+    cfg = resolve_settings(name, settings)
+    entry = PHYSIOME_MODELS[name]
+    raw = Path(raw_dir) / name
+    if cfg["mode"] == "zenodo":
+        raise DataError(
+            f"Physiome dataset {name}: mode zenodo fetches the official archive but cannot "
+            f"prepare it: its files are pickled PyTorch objects (we do not unpickle) and its "
+            f"five folds are independent re-splits with their own noise and masks, which "
+            f"given folds over one X.npy cannot hold without leaking test instances. Set "
+            f"benchmarks.physiome.mode: generate."
+        )
+    names = raw_names(entry)
+    prov = verified_provenance(raw, name, list(names.values()))
+    if prov is None:
+        try:
+            recorded = json.loads((raw / PROVENANCE).read_text(encoding="utf-8"))["raw_files"]
+        except (OSError, ValueError, KeyError, TypeError):
+            recorded = {}
+        bad = [
+            str(raw / f)
+            for f in names.values()
+            if not (raw / f).is_file() or recorded.get(f"{name}/{f}") != sha256_file(raw / f)
+        ]
+        raise DataError(
+            f"Physiome dataset {name}: {', '.join(bad) or raw} missing or not matching "
+            f"{raw / PROVENANCE} (changed, truncated or never fetched). Delete {raw} and run "
+            f"the fetch step again."
+        )
+
+    sim = simulate_physiome(name, raw, cfg)
+    built = build_dataset(sim["traj"], sim["times"], cfg)
+    arrays = built["arrays"]
+    N, C, L = arrays["X.npy"].shape
+    texts = {}
+    for k, f in enumerate(built["folds"]):
+        texts[f"test_indices_fold_{k}.txt"] = _index_text(f["test"])
+        texts[f"val_indices_fold_{k}.txt"] = _index_text(f["val"])
+    inst = sim["instance"]
+    fold0 = built["fold_sizes"][0]
+    lengths = built["lengths"]
+    gen = {k: cfg[k] for k in GENERATOR_KEYS if k != "models"}
+    versions = myokit_versions()
+    meta = {
+        "name": name,
+        "benchmark": BENCHMARK,
+        "domain": DOMAIN,
+        "task": "regression",
+        "target": "forecast: the noisy z-scored values of the second half of the window",
+        "target_layout": TARGET_LAYOUT,
+        "N": int(N),
+        "C": int(C),
+        "L": int(L),
+        "n_classes": None,
+        "classes": [],
+        "n_targets": int(C),
+        "target_shape": [int(C), int(L)],
+        "target_mask": "target_mask.npy",
+        "channels": sim["channels"],
+        "n_train": fold0["train"],
+        "n_val": fold0["val"],
+        "n_test": fold0["test"],
+        "fold_scheme": "given_folds",
+        "n_folds": cfg["n_folds"],
+        "validation": "val_indices_fold_{k}.txt (the 20 % validation part of fold k)",
+        "fold_sizes": built["fold_sizes"],
+        "split": cfg["split"],
+        "irregular": True,
+        "timestamps": TIMESTAMP_POLICY,
+        "mask_policy": (
+            "M: observed input values (observed part only); target_mask: observed forecast "
+            "values; each value observed with probability 1 - mask_rate, independently"
+        ),
+        "forecast_from_time": cfg["observed_fraction"],
+        "forecast_until_time": cfg["observed_fraction"] + cfg["forecast_fraction"],
+        "forecast_from_step": built["forecast_from_step"],
+        "forecast_start": "forecast_start.npy",
+        "n_observed_steps": built["n_observed_steps"],
+        "n_forecast_steps": built["n_forecast_steps"],
+        "forecast_channels": "all",
+        "source": "generated",
+        "source_url": f"{PAPER_URL} ({CODE_URL}; Zenodo record {ZENODO_RECORD})",
+        "raw_files": prov["raw_files"],
+        "model": {
+            "files": prov.get("model_files"),
+            "format": entry["format"],
+            "reference": entry["reference"],
+            "notes": entry["notes"],
+            "settings_from": entry["settings_from"],
+            "official_counterpart": entry["official"],
+            "time_unit": entry["time_unit"],
+            "perturbed_constants": sim["constants"],
+        },
+        "myokit_version": versions["myokit"],
+        "sundials_version": versions["sundials"],
+        "generation": gen,
+        "seeds": {
+            "words": seed_words(cfg),
+            "instance": "default_rng([*words, 0, i, try]), words = [seed, crc32(name)]",
+            "split": "default_rng([*words, 1])",
+            "noise_and_masks": "default_rng([*words, 2])",
+            "seed": cfg["seed"],
+        },
+        "window": {
+            "t_max": built["t_max"],
+            "grid": "linspace(0, horizon, 2 n_time_points), window of n_time_points points",
+        },
+        "n_simulated": cfg["n_instances"],
+        "n_failed": len(sim["failed"]),
+        "failed_instances": sim["failed"],
+        "n_draws": sim["tries"],
+        "n_dropped": int(built["dropped"].size),
+        "dropped_instances": inst[built["dropped"]].tolist(),
+        "row_instance": inst[built["kept"]].tolist(),
+        "length_policy": (
+            "right_pad: rows hold their observed then forecast steps with something observed "
+            "(all steps when compact is false); X, y 0, M, target_mask False, T repeated"
+            if cfg["compact"]
+            else "equal_length: every grid step kept"
+        ),
+        "min_length": int(lengths.min()),
+        "max_length": int(L),
+        "nan_policy": "none: failed simulations are redrawn; values are finite",
+        "n_padding_nan": 0,
+        "normalisation": {
+            "kind": "per_channel_zscore",
+            "rows": "the instances in no fold's test set, both parts of the window, clean "
+            "values, before the drop",
+            "ddof": 1,
+            "mean": built["mean"].tolist(),
+            "std": built["std"].tolist(),
+            "constant_channels": built["constant_channels"],
+        },
+        "deviations": DEVIATIONS,
+        "reference_code": [CODE_URL, GENERATE_CODE_URL],
+        "prepared_with": _version(),
+        "created": utc_now(),
+    }
+    meta["timings"] = {
+        **sim["timings"],
+        "total_s": round(time.perf_counter() - t_start, 3),
+    }
+    return write_prepared_folder(out_dir, name, arrays, texts, meta)
+
+
+def _version() -> str:
+    from ssmbench import __version__
+
+    return __version__
