@@ -119,3 +119,82 @@ def test_a_failing_probe_never_costs_the_record(clean_env, monkeypatch):
     info = provenance()
     assert info["cpu"] is None and info["gpu"] is None and info["attempt"] is None
     assert info["versions"]["torch"] is None and info["hostname"]
+
+
+def test_provenance_keys_are_the_listed_ones(clean_env):
+    assert list(provenance()) == list(records.PROVENANCE_KEYS)
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_dirty_ignores_what_the_pipeline_writes(tmp_path, clean_env):
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "results").mkdir()
+    (repo / "src" / "code.py").write_text("x = 1\n")
+    (repo / "dvc.lock").write_text("schema: '2.0'\n")
+    (repo / "results" / "metrics.csv").write_text("model,test_error\nMS4N,0.1\n")
+    (repo / "results" / "summary.json").write_text("{}\n")
+    (repo / "params.yaml").write_text("suite: default\n")
+    (repo / "dvc.yaml").write_text(
+        "stages:\n"
+        "  report:\n"
+        "    cmd: ssmbench report\n"
+        "    outs:\n"
+        "      - results/metrics.csv:\n"
+        "          cache: false\n"
+        "    metrics:\n"
+        "      - results/summary.json:\n"
+        "          cache: false\n"
+    )
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "first")
+    clean_env.chdir(repo)
+    assert provenance()["git_dirty"] is False
+
+    # What `dvc repro` rewrites on an unmodified clone: still clean.
+    (repo / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
+    (repo / "results" / "metrics.csv").write_text("model,test_error\nMS4N,0.2\n")
+    (repo / "results" / "summary.json").write_text('{"uea": {}}\n')
+    assert records.git_dirty() is False and provenance()["git_dirty"] is False
+
+    # An edited source file or config: dirty, whatever the pipeline wrote besides.
+    (repo / "src" / "code.py").write_text("x = 2\n")
+    assert provenance()["git_dirty"] is True
+    git(repo, "checkout", "-q", "--", "src/code.py")
+    (repo / "params.yaml").write_text("suite: tiny\n")
+    assert provenance()["git_dirty"] is True
+    git(repo, "checkout", "-q", "--", "params.yaml")
+
+    # Run from a subfolder of the project: the same answer.
+    clean_env.chdir(repo / "src")
+    assert records.git_dirty(repo) is False
+    # dvc.yaml itself is the pipeline's definition, not its output.
+    (repo / "dvc.yaml").write_text((repo / "dvc.yaml").read_text() + "# edited\n")
+    assert records.git_dirty(repo) is True
+
+
+def test_pipeline_written_paths_reads_every_declared_out(tmp_path):
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n"
+        "  train:\n"
+        "    wdir: sub\n"
+        "    outs:\n"
+        "      - runs:\n"
+        "          persist: true\n"
+        "  report:\n"
+        "    outs: [figures, results/metrics.csv]\n"
+        "    plots: [results/curves.csv]\n"
+        "plots:\n"
+        "  - figures\n"
+    )
+    root = tmp_path.resolve()
+    assert set(records.pipeline_written_paths(tmp_path)) == {
+        root / "dvc.lock",
+        root / "sub" / "runs",
+        root / "figures",
+        root / "results" / "metrics.csv",
+        root / "results" / "curves.csv",
+    }
+    (tmp_path / "dvc.yaml").write_text("stages: [not, a, mapping\n")  # unreadable: lock only
+    assert records.pipeline_written_paths(tmp_path) == [root / "dvc.lock"]

@@ -11,8 +11,11 @@ Keys (docs/contracts.md):
 
 * ``versions``: Python, the pinned libraries (``VERSIONED_PACKAGES``; ``None`` if not
   installed) and torch's CUDA / cuDNN builds;
-* ``git_commit``, ``git_dirty`` (tracked files modified; untracked files do not count), of
-  the working directory, which is the project root under Snakemake;
+* ``git_commit``, ``git_dirty`` of the working directory, which is the project root under
+  Snakemake: ``git_dirty`` is true when a tracked file differs from the commit, except the
+  files the pipeline writes itself (``pipeline_written_paths``: ``dvc.lock`` and every out,
+  metric and plot of ``dvc.yaml``), which ``dvc repro`` updates on an unmodified clone;
+  untracked files do not count;
 * ``hostname``, ``cpu`` (the CPU model, e.g. "AMD EPYC 7763 64-Core Processor"),
   ``cpu_count`` (CPUs this process may use), ``platform``;
 * ``gpu`` (``torch.cuda.get_device_name()`` of the current device when CUDA is available,
@@ -38,6 +41,8 @@ import sys
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+
+import yaml
 
 VERSIONED_PACKAGES = (
     "torch",
@@ -75,12 +80,95 @@ SLURM_VARIABLES = {
 }
 
 
-def _git(*args: str) -> str | None:
+#: The keys ``provenance()`` adds to a record (where, when and with what it ran).
+PROVENANCE_KEYS = (
+    "versions",
+    "git_commit",
+    "git_dirty",
+    "hostname",
+    "cpu",
+    "cpu_count",
+    "platform",
+    "gpu",
+    "gpu_count",
+    "cuda_visible_devices",
+    "slurm_job_id",
+    "slurm_restart_count",
+    "slurm",
+    "attempt",
+    "argv",
+    "created",
+)
+
+#: DVC's pipeline file and the lock file that ``dvc repro`` rewrites beside it.
+DVC_PIPELINE = "dvc.yaml"
+DVC_LOCK = "dvc.lock"
+
+
+def _git(*args: str, strip: bool = True) -> str | None:
     try:
         out = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, check=True)
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip()
+    return out.stdout.strip() if strip else out.stdout
+
+
+def _declared_paths(entries) -> list[str]:
+    """The paths of a dvc.yaml ``outs``/``metrics``/``plots`` list: each entry is a path or
+    a one-key mapping {path: options}."""
+    paths = []
+    for entry in entries or ():
+        if isinstance(entry, str):
+            paths.append(entry)
+        elif isinstance(entry, dict):
+            paths.extend(key for key in entry if isinstance(key, str))
+    return paths
+
+
+def pipeline_written_paths(project: str | os.PathLike = ".") -> list[Path]:
+    """What ``dvc repro`` writes into the project: ``dvc.lock`` and every out, metric and
+    plot that ``{project}/dvc.yaml`` declares (absolute paths; a folder stands for all it
+    holds). Only ``dvc.lock`` when there is no readable dvc.yaml."""
+    project = Path(project).resolve()
+    written = [project / DVC_LOCK]
+    try:
+        pipeline = yaml.safe_load((project / DVC_PIPELINE).read_text(encoding="utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return written
+    if not isinstance(pipeline, dict):
+        return written
+    stages = pipeline.get("stages")
+    for stage in stages.values() if isinstance(stages, dict) else ():
+        if not isinstance(stage, dict):
+            continue
+        wdir = project / str(stage.get("wdir") or ".")
+        for key in ("outs", "metrics", "plots"):
+            written += [(wdir / p).resolve() for p in _declared_paths(stage.get(key))]
+    for key in ("metrics", "plots"):
+        written += [(project / p).resolve() for p in _declared_paths(pipeline.get(key))]
+    return written
+
+
+def _within(path: Path, folders: list[Path]) -> bool:
+    return any(path == f or f in path.parents for f in folders)
+
+
+def git_dirty(project: str | os.PathLike = ".") -> bool | None:
+    """Whether a tracked file of the git work tree holding ``project`` differs from its
+    commit, not counting ``pipeline_written_paths(project)``; None outside git."""
+    top = _git("-C", str(project), "rev-parse", "--show-toplevel")
+    if top is None:
+        return None
+    status = _git(
+        "-C", top, "status", "--porcelain", "-z", "--untracked-files=no", "--no-renames",
+        strip=False,
+    )  # fmt: skip
+    if status is None:
+        return None
+    # Porcelain lines are "XY path", the path relative to the top of the work tree.
+    changed = [Path(top, entry[3:]).resolve() for entry in status.split("\0") if entry]
+    ignored = pipeline_written_paths(project)
+    return any(not _within(path, ignored) for path in changed)
 
 
 def _int_or_none(value: str | None) -> int | None:
@@ -180,7 +268,10 @@ def provenance() -> dict:
     versions["cuda"] = torch_info["cuda"]
     versions["cudnn"] = torch_info["cudnn"]
     commit = _git("rev-parse", "HEAD")
-    status = _git("status", "--porcelain", "--untracked-files=no") if commit else None
+    try:
+        dirty = git_dirty() if commit else None
+    except Exception:  # a probe never costs the record
+        dirty = None
     slurm = slurm_info()
     try:
         hostname = socket.gethostname()
@@ -193,7 +284,7 @@ def provenance() -> dict:
     return {
         "versions": versions,
         "git_commit": commit,
-        "git_dirty": None if status is None else bool(status),
+        "git_dirty": dirty,
         "hostname": hostname,
         "cpu": cpu,
         "cpu_count": _cpu_count(),
