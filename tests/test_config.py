@@ -20,7 +20,7 @@ from ssmbench.config import (
     suite_grid,
     validate_schema,
 )
-from ssmbench.train.protocol import batch_size_for
+from ssmbench.train.splits import batch_size_for
 
 
 @pytest.fixture()

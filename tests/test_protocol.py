@@ -15,7 +15,8 @@ from ssmbench import io as atomic_io
 from ssmbench.config import Job, job_spec
 from ssmbench.data.store import PreparedDataset
 from ssmbench.data.uea import fetch_uea, prepare_uea
-from ssmbench.train.protocol import run_job, split_indices
+from ssmbench.train.protocol import run_job
+from ssmbench.train.splits import split_indices
 
 
 @pytest.fixture(scope="module")
@@ -170,3 +171,95 @@ def test_regression_rejects_accuracy_monitor(tmp_path):
     spec["settings"]["monitor"] = "val_accuracy"
     with pytest.raises(ValueError, match="regression task: monitor 'val_accuracy'"):
         run_job(spec, tmp_path / "r" / "fold0.json", log=lambda _: None)
+
+
+# ----------------------------------------------------------------------- the optimizer
+def test_adamw_decays_ordinary_weights_and_not_the_hinted_ssm_parameters():
+    """protocol.optimizer adamw: the S4D kernel's Λ, B, C, Δ carry ``_optim =
+    {"weight_decay": 0.0}`` and go into a group without decay; the other weights are
+    decayed by protocol.weight_decay (decoupled: with a zero gradient only decay moves
+    them)."""
+    import torch
+
+    from ssmbench.models import build_model
+    from ssmbench.train.optim import build_optimizer
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    model = build_model("S4D", 3, 4, 32, params["models"]["S4D"])
+    settings = {"optimizer": "adamw", "lr": 0.1, "weight_decay": 0.5}
+    optimizer = build_optimizer(model, settings)
+    assert isinstance(optimizer, torch.optim.AdamW)
+    hinted = {id(p) for p in model.parameters() if hasattr(p, "_optim")}
+    assert hinted  # the kernel's parameters
+    by_decay = {g["weight_decay"]: {id(p) for p in g["params"]} for g in optimizer.param_groups}
+    assert by_decay[0.0] == hinted
+    assert by_decay[0.5] == {id(p) for p in model.parameters()} - hinted
+    assert all(g["lr"] == 0.1 for g in optimizer.param_groups)
+
+    before = {name: p.detach().clone() for name, p in model.named_parameters()}
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    optimizer.step()
+    for name, p in model.named_parameters():
+        if id(p) in hinted:
+            assert torch.equal(p.detach(), before[name]), name
+        else:  # AdamW: p <- p (1 - lr * weight_decay) when the gradient is zero
+            assert torch.allclose(p.detach(), before[name] * (1 - 0.1 * 0.5)), name
+
+
+def test_adam_is_one_update_whatever_the_groups():
+    """The default (adam, weight_decay 0): the hint groups change nothing, the update is
+    bit for bit the single-group one."""
+    import torch
+
+    from ssmbench.models import build_model
+    from ssmbench.train.optim import build_optimizer
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    models = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        models.append(build_model("MS4N", 3, 4, 32, params["models"]["MS4N"]))
+    grouped = build_optimizer(models[0], {"optimizer": "adam", "lr": 1e-2, "weight_decay": 0.0})
+    single = torch.optim.Adam(models[1].parameters(), lr=1e-2, weight_decay=0.0)
+    assert len(grouped.param_groups) == 2
+    x = torch.randn(5, 3, 32)
+    for _ in range(3):
+        for model, optimizer in ((models[0], grouped), (models[1], single)):
+            optimizer.zero_grad()
+            model(x).square().mean().backward()
+            optimizer.step()
+    for a, b in zip(models[0].parameters(), models[1].parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_adamw_run_writes_a_record(basic_motions, tmp_path):
+    spec = spec_for(basic_motions, max_epochs=1)
+    spec["settings"].update(optimizer="adamw", weight_decay=0.01)
+    record = run_job(spec, tmp_path / "fold0.json", log=lambda _: None)
+    assert record["protocol"]["optimizer"] == "adamw" and np.isfinite(record["test_loss"])
+
+
+def test_unknown_optimizer_is_refused_naming_the_key():
+    import torch
+
+    from ssmbench.config import ConfigError, validate_schema
+    from ssmbench.train.optim import build_optimizer
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["protocol"]["optimizer"] = "sgd"
+    with pytest.raises(ConfigError, match=r"protocol\.optimizer: 'sgd' is not one of"):
+        validate_schema(params)
+    with pytest.raises(ValueError, match="protocol.optimizer: unknown optimizer 'sgd'"):
+        build_optimizer(torch.nn.Linear(2, 2), {"optimizer": "sgd", "lr": 1e-3})
+
+
+def test_an_optim_hint_the_optimizer_does_not_take_is_refused():
+    import torch
+
+    from ssmbench.train.optim import build_optimizer
+
+    layer = torch.nn.Linear(2, 2)
+    layer.weight._optim = {"weight_dacay": 0.0}
+    with pytest.raises(ValueError, match="weight_dacay"):
+        build_optimizer(layer, {"optimizer": "adam", "lr": 1e-3})

@@ -36,6 +36,7 @@ import random
 import signal
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,9 +56,6 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
 #: Bumped when the checkpoint layout changes: an older file is then discarded.
 FORMAT = 1
-
-#: Settings that change how a run is executed, not what it computes: they do not make a
-#: checkpoint stale.
 
 _KEYS = ("format", "digest", "run", "epoch", "step", "partial", "model", "optimizer",
          "rng", "early_stopping", "curve", "train_seconds")  # fmt: skip
@@ -126,6 +124,70 @@ class StopRequest:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
         self._previous.clear()
+
+
+#: the running sums of an epoch before its first batch
+NO_BATCHES = {"loss_sum": 0.0, "second": 0.0, "n_rows": 0, "seconds": 0.0}
+
+
+@dataclass
+class TrainingState:
+    """Where a deep run stands: before batch `step` (0-based; 0: the epoch's start) of
+    `epoch`, with the running sums of the batches of it already done (`partial`, keys of
+    `NO_BATCHES`), the curve of the finished epochs, the early-stopping state and the
+    training time so far. A checkpoint holds it beside the model, the optimizer and the
+    random states; the training loop brings it up to date at each point it may save."""
+
+    epoch: int = 1
+    step: int = 0
+    partial: dict = field(default_factory=lambda: dict(NO_BATCHES))
+    curve: list[dict] = field(default_factory=list)
+    best: tuple[float, float] | None = None  # (val loss, val accuracy) of the best epoch
+    best_state: dict | None = None  # its weights
+    best_epoch: int = 0
+    since_best: int = 0  # epochs since the best one
+    stopped_early: bool = False
+    train_seconds: float = 0.0
+
+    def checkpoint(self, *, digest: str | None, run: str, model, optimizer, rng: dict) -> dict:
+        """The checkpoint of this state (what `save` writes and `load` reads back)."""
+        return {
+            "format": FORMAT,
+            "digest": digest,
+            "run": run,
+            "epoch": self.epoch,
+            "step": self.step,
+            "partial": self.partial,
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "rng": rng,
+            "early_stopping": {
+                "best": list(self.best) if self.best is not None else None,
+                "best_state": self.best_state,
+                "best_epoch": self.best_epoch,
+                "since_best": self.since_best,
+                "stopped_early": self.stopped_early,
+            },
+            "curve": self.curve,
+            "train_seconds": self.train_seconds,
+        }
+
+    @classmethod
+    def from_checkpoint(cls, state: dict) -> TrainingState:
+        """The state a checkpoint (one `load` returned) holds."""
+        stopping = state["early_stopping"]
+        return cls(
+            epoch=int(state["epoch"]),
+            step=int(state["step"]),
+            partial=state["partial"],
+            curve=list(state["curve"]),
+            best=tuple(stopping["best"]) if stopping["best"] is not None else None,
+            best_state=stopping["best_state"],
+            best_epoch=int(stopping["best_epoch"]),
+            since_best=int(stopping["since_best"]),
+            stopped_early=bool(stopping["stopped_early"]),
+            train_seconds=float(state["train_seconds"]),
+        )
 
 
 def checkpoint_path(checkpoints_dir: str | Path, job) -> Path:

@@ -27,30 +27,24 @@ import math
 import os
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from ssmbench.io import atomic_write_json, atomic_write_text
+from ssmbench.models import is_estimator
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
+from ssmbench.train.optim import build_optimizer
 from ssmbench.train.records import provenance
+from ssmbench.train.splits import batch_size_for, iterate_batches, split_indices
 
 CURVE_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds")
-
-
-def batch_size_for(settings: dict, n_train: int) -> int:
-    """The paper's "batch 4–64 by dataset size": the power of two at or below
-    batch_fraction * n_train, clipped to [batch_min, batch_max]. A fixed `batch_size`
-    (e.g. MONSTER's 256) wins when given."""
-    if settings.get("batch_size"):
-        return int(settings["batch_size"])
-    target = max(1.0, settings["batch_fraction"] * n_train)
-    size = 2 ** int(math.floor(math.log2(target)))
-    return int(min(settings["batch_max"], max(settings["batch_min"], size)))
 
 
 def seed_everything(seed: int, deterministic: bool = True) -> None:
@@ -139,35 +133,6 @@ class Objective:
         return 1.0 - accuracy if self.task == "classification" else loss
 
 
-def iterate_batches(
-    X: np.ndarray,
-    y: np.ndarray,
-    indices: np.ndarray,
-    batch_size: int,
-    generator: torch.Generator | None = None,
-    *,
-    target_dtype=np.int64,
-    target_mask: np.ndarray | None = None,
-) -> Iterator[tuple[torch.Tensor, ...]]:
-    """Batches ``(x, y)`` (or ``(x, y, target_mask)``) read by index from X (a memory map is
-    fine: only the batch is loaded).
-
-    Shuffled with `generator` when given. Indices within a batch are sorted so a memory
-    map is read front to back; the order inside a batch does not change the gradient.
-    """
-    order = indices
-    if generator is not None:
-        order = indices[torch.randperm(len(indices), generator=generator).numpy()]
-    for start in range(0, len(order), batch_size):
-        batch = np.sort(order[start : start + batch_size])
-        xb = torch.from_numpy(np.ascontiguousarray(X[batch], dtype=np.float32))
-        yb = torch.from_numpy(np.asarray(y[batch], dtype=target_dtype))
-        if target_mask is None:
-            yield xb, yb
-        else:
-            yield xb, yb, torch.from_numpy(np.asarray(target_mask[batch], dtype=bool))
-
-
 def _batches(objective, X, y, mask, indices, batch_size, generator=None):
     """iterate_batches as (x, y, mask-or-None) triples, with the task's target dtype."""
     for batch in iterate_batches(
@@ -204,36 +169,6 @@ def _is_better(
     return val_loss < best_loss
 
 
-def split_indices(dataset, fold: int, val_fraction: float, seed: int):
-    """(train, val, test) row indices of a fold. Validation comes from the training part:
-    the dataset's own validation rows when it has them (Physiome-ODE's 70/20/10), else a
-    stratified draw (classification) or a seeded random draw (regression) of
-    ``val_fraction`` of the training rows."""
-    from ssmbench.data.store import stratified_validation_split
-
-    test_idx = np.asarray(dataset.test_indices(fold), dtype=np.int64)
-    pool = np.asarray(dataset.train_indices(fold), dtype=np.int64)
-    given = dataset.given_validation_indices(fold)
-    if given is not None:
-        val_idx = np.asarray(given, dtype=np.int64)
-        train_idx = np.setdiff1d(pool, val_idx)
-    elif dataset.meta.get("task", "classification") == "classification":
-        y_pool = np.asarray(dataset.y[pool])
-        tr_local, val_local = stratified_validation_split(y_pool, val_fraction, seed)
-        train_idx, val_idx = pool[np.asarray(tr_local)], pool[np.asarray(val_local)]
-    else:
-        n_val = max(1, math.ceil(float(val_fraction) * len(pool)))
-        if n_val >= len(pool):
-            raise ValueError(f"fold {fold}: {len(pool)} training rows leave none to train on")
-        chosen = np.random.default_rng(seed).permutation(len(pool))[:n_val]
-        val_idx = np.sort(pool[chosen])
-        train_idx = np.setdiff1d(pool, val_idx)
-    # The protocol's one hard rule: nothing of the test fold is used before testing.
-    if np.intersect1d(val_idx, test_idx).size or np.intersect1d(train_idx, test_idx).size:
-        raise AssertionError(f"fold {fold}: train/validation indices overlap the test fold")
-    return train_idx, val_idx, test_idx
-
-
 def run_job(
     spec: dict,
     record_path: str | Path,
@@ -256,7 +191,56 @@ def run_job(
 
 
 def _run_job(spec, record_path: Path, threads, log, checkpoint_path: Path | None, stop) -> dict:
-    from ssmbench.complexity import count_params, mmac
+    """The run's steps: set up its data and model, then fit an estimator, or train a deep
+    model epoch by epoch, test its best weights and write the record."""
+    run = _set_up(spec, threads)
+    if is_estimator(run.model):  # QUANT, Hydra, ExtraTrees
+        return _run_estimator(
+            run.spec, record_path, run.model, run.data.dataset, run.data.objective,
+            (run.data.train_idx, run.data.val_idx, run.data.test_idx), run.data.test_sets,
+            run.seed, threads, log, stop,
+        )  # fmt: skip
+    training = _DeepTraining(run, log, stop, checkpoint_path)
+    training.resume()
+    training.train()
+    tested = training.test()
+    return training.write_record(record_path, tested)
+
+
+@dataclass
+class _FoldData:
+    """A run's data: the prepared dataset, its task, and the fold's rows."""
+
+    dataset: Any  # ssmbench.data.store.PreparedDataset
+    objective: Objective
+    mask: np.ndarray | None  # which targets are observed (regression), else None
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    test_idx: np.ndarray
+    test_sets: dict  # separate test sets (fixed_test_sets): key -> rows
+
+    def score(self, model, rows, batch_size, device) -> tuple[float, float]:
+        return evaluate(
+            model, self.objective, self.dataset.X, self.dataset.y, self.mask, rows,
+            batch_size, device,
+        )  # fmt: skip
+
+
+@dataclass
+class _RunSetup:
+    """A run before its first step: seeded, its data split, its model built."""
+
+    spec: dict  # the job's spec, with the dataset's raw-file checksums
+    seed: int
+    device: torch.device
+    data: _FoldData
+    batch_size: int
+    model: Any  # a torch module, or an estimator (ssmbench.models.is_estimator)
+
+
+def _set_up(spec: dict, threads: int) -> _RunSetup:
+    """Seed, read the prepared dataset, split the fold and build the model, in that order
+    (the model's initial weights come from the seeded generator)."""
     from ssmbench.data.store import PreparedDataset
     from ssmbench.models import build_model
 
@@ -270,8 +254,7 @@ def _run_job(spec, record_path: Path, threads, log, checkpoint_path: Path | None
     dataset = PreparedDataset(spec["prepared_dir"])
     meta = dataset.meta
     spec = {**spec, "dataset_sha256": meta.get("raw_files")}
-    X, y = dataset.X, dataset.y
-    objective = Objective(meta, y.shape)
+    objective = Objective(meta, dataset.y.shape)
     mask = dataset.target_mask if objective.task == "regression" else None
     monitor = settings.get("monitor", "val_loss")
     if objective.task == "regression" and monitor != "val_loss":
@@ -280,154 +263,185 @@ def _run_job(spec, record_path: Path, threads, log, checkpoint_path: Path | None
             f"there; set monitor: val_loss for benchmark {spec['benchmark']!r} in params.yaml"
         )
     train_idx, val_idx, test_idx = split_indices(dataset, fold, settings["val_fraction"], seed)
-    test_sets = dataset.test_sets(fold)
+    data = _FoldData(
+        dataset, objective, mask, train_idx, val_idx, test_idx, dataset.test_sets(fold)
+    )
     batch_size = batch_size_for(settings, len(train_idx))
-    n_channels, length = int(meta["C"]), int(meta["L"])
-
     model = build_model(
-        spec["model"], n_channels, objective.n_outputs, length, spec["model_params"],
-        per_step=objective.per_step,
+        spec["model"], int(meta["C"]), objective.n_outputs, int(meta["L"]),
+        spec["model_params"], per_step=objective.per_step,
     )  # fmt: skip
-    if getattr(model, "KIND", None) == "estimator":  # QUANT, Hydra, ExtraTrees
-        return _run_estimator(
-            spec, record_path, model, dataset, objective,
-            (train_idx, val_idx, test_idx), test_sets, seed, threads, log, stop,
-        )  # fmt: skip
-    n_params = count_params(model)
-    # "paper": counted as the MS4N paper's tables count (comparable with them); "full":
-    # with the S4D convolution (ssmbench.complexity explains both).
-    model_mmac = mmac(model, n_channels, length, device="meta", convention="paper")
-    model_mmac_full = mmac(model, n_channels, length, device="meta", convention="full")
-    model.to(device)
-    optimizer = torch.optim.Adam(
-        model.parameters(), lr=settings["lr"], weight_decay=settings.get("weight_decay", 0.0)
-    )
-    shuffle = torch.Generator().manual_seed(seed)
-    max_epochs = int(settings["max_epochs"])
-    patience = int(settings["early_stopping_patience"])
-    clip = settings.get("grad_clip_norm")
-    # A checkpoint at the end of every `every`-th epoch, but not within `min_seconds` of
-    # the last one (runs whose epochs take milliseconds would spend their time writing).
-    every = int(settings.get("checkpoint_every", 1) or 0)
-    min_seconds = float(settings.get("checkpoint_min_seconds", 0.0) or 0.0)
-    n_batches = math.ceil(len(train_idx) / batch_size)
-    name = ckpt.run_name(spec)
+    return _RunSetup(spec, seed, device, data, batch_size, model)
 
-    log(
-        f"[{name}] seed={seed} "
-        f"device={device} train={len(train_idx)} val={len(val_idx)} test={len(test_idx)} "
-        f"batch={batch_size} params={n_params} MMac={model_mmac:.3f} max_epochs={max_epochs}"
-    )
-    curve: list[dict] = []
-    best: tuple[float, float] | None = None
-    best_state, best_epoch, since_best, stopped_early = None, 0, 0, False
-    # Where this attempt starts: epoch, batches of it already done, their running sums.
-    start_epoch, start_step, partial, elapsed = 1, 0, None, 0.0
-    digest = ckpt.settings_digest(spec) if checkpoint_path is not None else None
-    resumed = (
-        ckpt.load(checkpoint_path, digest, model, optimizer, log)
-        if checkpoint_path is not None
-        else None
-    )
-    if resumed is not None:
-        model.load_state_dict(resumed["model"])
-        optimizer.load_state_dict(resumed["optimizer"])
-        state = resumed["early_stopping"]
-        best = tuple(state["best"]) if state["best"] is not None else None
-        best_state, best_epoch = state["best_state"], int(state["best_epoch"])
-        since_best, stopped_early = int(state["since_best"]), bool(state["stopped_early"])
-        curve = list(resumed["curve"])
-        start_epoch, start_step = int(resumed["epoch"]), int(resumed["step"])
-        partial, elapsed = resumed["partial"], float(resumed["train_seconds"])
-        ckpt.set_rng_state(resumed["rng"], shuffle, log)
+
+class _DeepTraining:
+    """A deep model's run on one fold, as steps: `resume` (from a checkpoint, if any),
+    `train` (the epoch loop: early stopping, checkpoints, stop on a signal), `test` (the
+    best weights on the test fold and each test set) and `write_record`."""
+
+    def __init__(self, run: _RunSetup, log, stop, checkpoint_path: Path | None):
+        from ssmbench.complexity import count_params, mmac
+
+        self.run, self.data, self.model = run, run.data, run.model
+        self.log, self.stop, self.checkpoint_path = log, stop, checkpoint_path
+        settings = run.spec["settings"]
+        meta = self.data.dataset.meta
+        n_channels, length = int(meta["C"]), int(meta["L"])
+        self.n_params = count_params(self.model)
+        # "paper": counted as the MS4N paper's tables count (comparable with them); "full":
+        # with the S4D convolution (ssmbench.complexity explains both).
+        self.mmac = mmac(self.model, n_channels, length, device="meta", convention="paper")
+        self.mmac_full = mmac(self.model, n_channels, length, device="meta", convention="full")
+        self.model.to(run.device)
+        self.optimizer = build_optimizer(self.model, settings)
+        self.shuffle = torch.Generator().manual_seed(run.seed)
+        self.monitor = settings.get("monitor", "val_loss")
+        self.max_epochs = int(settings["max_epochs"])
+        self.patience = int(settings["early_stopping_patience"])
+        self.clip = settings.get("grad_clip_norm")
+        # A checkpoint at the end of every `every`-th epoch, but not within `min_seconds` of
+        # the last one (runs whose epochs take milliseconds would spend their time writing).
+        self.every = int(settings.get("checkpoint_every", 1) or 0)
+        self.min_seconds = float(settings.get("checkpoint_min_seconds", 0.0) or 0.0)
+        self.n_batches = math.ceil(len(self.data.train_idx) / run.batch_size)
+        self.name = ckpt.run_name(run.spec)
+        self.digest = ckpt.settings_digest(run.spec) if checkpoint_path is not None else None
+        self.state = ckpt.TrainingState()
+        self.resumed = False
+        self.started = time.perf_counter()  # training time is counted from here
         log(
-            f"resumed from {checkpoint_path}: epoch {start_epoch}, batch {start_step}/"
-            f"{n_batches} ({len(curve)} epochs done, best epoch {best_epoch})"
+            f"[{self.name}] seed={run.seed} device={run.device} train={len(self.data.train_idx)} "
+            f"val={len(self.data.val_idx)} test={len(self.data.test_idx)} "
+            f"batch={run.batch_size} params={self.n_params} MMac={self.mmac:.3f} "
+            f"max_epochs={self.max_epochs}"
         )
 
-    def snapshot(epoch, step, sums, epoch_shuffle_state) -> dict:
-        """The run's state before batch `step` of `epoch` (0-based; 0: the epoch's start),
-        with the shuffling generator as it was at the start of `epoch`."""
-        rng = ckpt.rng_state(shuffle)
-        rng["shuffle"] = epoch_shuffle_state
-        return {
-            "format": ckpt.FORMAT,
-            "digest": digest,
-            "run": name,
-            "epoch": epoch,
-            "step": step,
-            "partial": sums,
-            "model": model.state_dict(),
-            "optimizer": optimizer.state_dict(),
-            "rng": rng,
-            "early_stopping": {
-                "best": list(best) if best is not None else None,
-                "best_state": best_state,
-                "best_epoch": best_epoch,
-                "since_best": since_best,
-                "stopped_early": stopped_early,
-            },
-            "curve": curve,
-            "train_seconds": time.perf_counter() - started,
-        }
+    # ------------------------------------------------------------------------- resume
+    def resume(self) -> None:
+        """Take up the state of this run's checkpoint, when there is one made with these
+        settings and code (`ssmbench.train.checkpoint.load` discards any other)."""
+        if self.checkpoint_path is None:
+            return
+        saved = ckpt.load(self.checkpoint_path, self.digest, self.model, self.optimizer, self.log)
+        if saved is None:
+            return
+        self.model.load_state_dict(saved["model"])
+        self.optimizer.load_state_dict(saved["optimizer"])
+        self.state = ckpt.TrainingState.from_checkpoint(saved)
+        ckpt.set_rng_state(saved["rng"], self.shuffle, self.log)
+        self.resumed = True
+        state = self.state
+        self.log(
+            f"resumed from {self.checkpoint_path}: epoch {state.epoch}, batch {state.step}/"
+            f"{self.n_batches} ({len(state.curve)} epochs done, best epoch {state.best_epoch})"
+        )
 
-    def interrupted(epoch, step, saved=True, where=None) -> TrainingInterrupted:
-        where = where or f"epoch {epoch}, batch {step}/{n_batches}"
-        if checkpoint_path is None:
+    def _save(self, shuffle_state) -> None:
+        """Write the checkpoint of `self.state`, with the shuffling generator's state at
+        the start of the state's epoch."""
+        self.state.train_seconds = time.perf_counter() - self.started
+        rng = ckpt.rng_state(self.shuffle)
+        rng["shuffle"] = shuffle_state
+        checkpoint = self.state.checkpoint(
+            digest=self.digest, run=self.name, model=self.model, optimizer=self.optimizer,
+            rng=rng,
+        )  # fmt: skip
+        ckpt.save(self.checkpoint_path, checkpoint)
+
+    def _interrupted(self, saved=True, where=None) -> TrainingInterrupted:
+        """The exception that stops the run on a signal, after logging what was kept."""
+        where = where or f"epoch {self.state.epoch}, batch {self.state.step}/{self.n_batches}"
+        path = self.checkpoint_path
+        if path is None:
             what = "no checkpoint location, the next attempt starts over"
         elif saved:
-            what = f"checkpoint written to {checkpoint_path}, the next attempt resumes from it"
-        elif checkpoint_path.is_file():
-            what = f"stopped before training; the checkpoint {checkpoint_path} is kept"
+            what = f"checkpoint written to {path}, the next attempt resumes from it"
+        elif path.is_file():
+            what = f"stopped before training; the checkpoint {path} is kept"
         else:
             what = "stopped before training; the next attempt starts over"
-        log(f"{stop.signal_name} at {where}: {what}; exiting with status {ckpt.RESUME_EXIT_CODE}")
-        kept = checkpoint_path is not None and checkpoint_path.is_file()
-        return TrainingInterrupted(stop.signum, checkpoint_path if kept else None)
+        self.log(
+            f"{self.stop.signal_name} at {where}: {what}; exiting with status "
+            f"{ckpt.RESUME_EXIT_CODE}"
+        )
+        kept = path is not None and path.is_file()
+        return TrainingInterrupted(self.stop.signum, path if kept else None)
 
-    started = time.perf_counter() - elapsed
-    last_save = time.perf_counter()  # when the last checkpoint was written (or training began)
-    last_saved = (start_epoch, start_step) if resumed is not None else None  # what it holds
-    zero = {"loss_sum": 0.0, "second": 0.0, "n_rows": 0, "seconds": 0.0}
-    if stop.requested:  # before any work: an existing checkpoint stays as it is
-        raise interrupted(start_epoch, start_step, saved=False)
-    epoch = start_epoch
-    while epoch <= max_epochs and not stopped_early:
+    # -------------------------------------------------------------------------- train
+    def train(self) -> None:
+        """Epochs until `max_epochs` or early stopping, from where `self.state` stands."""
+        state = self.state
+        self.started = time.perf_counter() - state.train_seconds
+        self.last_save = time.perf_counter()  # the last checkpoint (or training's start)
+        last_saved = (state.epoch, state.step) if self.resumed else None  # what it holds
+        if self.stop.requested:  # before any work: an existing checkpoint stays as it is
+            raise self._interrupted(saved=False)
+        while state.epoch <= self.max_epochs and not state.stopped_early:
+            train_loss, train_acc, epoch_start = self._train_epoch()
+            saved = self._end_epoch(train_loss, train_acc, epoch_start)
+            if saved:
+                last_saved = (state.epoch, 0)
+            if self.stop.requested:
+                raise self._interrupted()
+        self.train_seconds = time.perf_counter() - self.started
+        # Training is done: checkpoint that too, so a job stopped while testing (or reported
+        # failed after writing its record, its outputs then removed by Snakemake) only tests
+        # again on its next attempt.
+        if self.checkpoint_path is not None and last_saved != (state.epoch, 0):
+            self._save(self.shuffle.get_state())
+
+    def _train_epoch(self) -> tuple[float, float, float]:
+        """The training batches of `state.epoch` from batch `state.step` on: (train loss,
+        train accuracy, the epoch's start time). On a signal it checkpoints after the batch
+        in progress and raises `TrainingInterrupted`."""
+        state, data, device = self.state, self.data, self.run.device
+        batch_size = self.run.batch_size
         epoch_start = time.perf_counter()
-        epoch_shuffle_state = shuffle.get_state()
-        order = train_idx[torch.randperm(len(train_idx), generator=shuffle).numpy()]
-        step = start_step if epoch == start_epoch else 0
-        if step and partial is not None:
+        epoch_shuffle_state = self.shuffle.get_state()
+        order = data.train_idx[torch.randperm(len(data.train_idx), generator=self.shuffle).numpy()]
+        step = state.step
+        if step and state.partial is not None:
+            partial = state.partial
             loss_sum, second, n_rows = partial["loss_sum"], partial["second"], partial["n_rows"]
             epoch_start -= partial["seconds"]
         else:
             loss_sum, second, n_rows = 0.0, 0.0, 0
-        model.train()
-        for xb, yb, mb in _batches(
-            objective, X, y, mask, order[step * batch_size :], batch_size
-        ):  # fmt: skip
+        self.model.train()
+        batches = _batches(
+            data.objective, data.dataset.X, data.dataset.y, data.mask,
+            order[step * batch_size :], batch_size,
+        )  # fmt: skip
+        for xb, yb, mb in batches:
             xb, yb = xb.to(device), yb.to(device)
             mb = mb.to(device) if mb is not None else None
-            optimizer.zero_grad(set_to_none=True)
-            loss, batch_loss, batch_second = objective.batch_sums(model(xb), yb, mb)
+            self.optimizer.zero_grad(set_to_none=True)
+            loss, batch_loss, batch_second = data.objective.batch_sums(self.model(xb), yb, mb)
             loss.backward()
-            if clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            optimizer.step()
+            if self.clip:
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
+            self.optimizer.step()
             loss_sum += batch_loss
             second += batch_second
             n_rows += len(yb)
             step += 1
-            if stop.requested:  # the batch is done: save where the epoch stands, stop
-                if checkpoint_path is not None:
-                    sums = {"loss_sum": loss_sum, "second": second, "n_rows": n_rows,
-                            "seconds": time.perf_counter() - epoch_start}  # fmt: skip
-                    ckpt.save(checkpoint_path, snapshot(epoch, step, sums, epoch_shuffle_state))
-                raise interrupted(epoch, step)
-        train_loss, train_acc = objective.summarise(loss_sum, second, n_rows)
-        val_loss, val_acc = evaluate(
-            model, objective, X, y, mask, val_idx, batch_size, device
-        )  # fmt: skip
+            if self.stop.requested:  # the batch is done: save where the epoch stands, stop
+                state.step = step
+                state.partial = {"loss_sum": loss_sum, "second": second, "n_rows": n_rows,
+                                 "seconds": time.perf_counter() - epoch_start}  # fmt: skip
+                if self.checkpoint_path is not None:
+                    self._save(epoch_shuffle_state)
+                raise self._interrupted()
+        train_loss, train_acc = data.objective.summarise(loss_sum, second, n_rows)
+        return train_loss, train_acc, epoch_start
+
+    def _end_epoch(self, train_loss: float, train_acc: float, epoch_start: float) -> bool:
+        """Validate the finished epoch, note it in the curve and the early-stopping state,
+        move the state to the next epoch and checkpoint it when due (on a signal, or
+        periodically). Returns whether it wrote a checkpoint."""
+        state, epoch = self.state, self.state.epoch
+        val_loss, val_acc = self.data.score(
+            self.model, self.data.val_idx, self.run.batch_size, self.run.device
+        )
         row = {
             "epoch": epoch,
             "train_loss": train_loss,
@@ -436,79 +450,95 @@ def _run_job(spec, record_path: Path, threads, log, checkpoint_path: Path | None
             "val_accuracy": val_acc,
             "seconds": time.perf_counter() - epoch_start,
         }
-        curve.append(row)
-        if _is_better(monitor, val_loss, val_acc, best):
-            best, best_epoch, since_best = (val_loss, val_acc), epoch, 0
-            best_state = copy.deepcopy(model.state_dict())
+        state.curve.append(row)
+        if _is_better(self.monitor, val_loss, val_acc, state.best):
+            state.best, state.best_epoch, state.since_best = (val_loss, val_acc), epoch, 0
+            state.best_state = copy.deepcopy(self.model.state_dict())
         else:
-            since_best += 1
-        log(
-            f"epoch {epoch:>4}/{max_epochs} train_loss={row['train_loss']:.4f} "
+            state.since_best += 1
+        self.log(
+            f"epoch {epoch:>4}/{self.max_epochs} train_loss={row['train_loss']:.4f} "
             f"train_acc={row['train_accuracy']:.3f} val_loss={val_loss:.4f} val_acc={val_acc:.3f} "
-            f"best_epoch={best_epoch} ({row['seconds']:.2f}s)"
+            f"best_epoch={state.best_epoch} ({row['seconds']:.2f}s)"
         )
-        if since_best >= patience:
-            stopped_early = True
-            log(f"early stop: no better {monitor} for {patience} epochs (best epoch {best_epoch})")
-        periodic = every and epoch % every == 0 and time.perf_counter() - last_save >= min_seconds
-        if checkpoint_path is not None and (stop.requested or periodic):
-            ckpt.save(checkpoint_path, snapshot(epoch + 1, 0, zero, shuffle.get_state()))
-            last_save, last_saved = time.perf_counter(), (epoch + 1, 0)
-        if stop.requested:
-            raise interrupted(epoch + 1, 0)
-        epoch += 1
-    train_seconds = time.perf_counter() - started
-    # Training is done: checkpoint that too, so a job stopped while testing (or reported
-    # failed after writing its record, its outputs then removed by Snakemake) only tests
-    # again on its next attempt.
-    if checkpoint_path is not None and last_saved != (epoch, 0):
-        ckpt.save(checkpoint_path, snapshot(epoch, 0, zero, shuffle.get_state()))
+        if state.since_best >= self.patience:
+            state.stopped_early = True
+            self.log(
+                f"early stop: no better {self.monitor} for {self.patience} epochs "
+                f"(best epoch {state.best_epoch})"
+            )
+        state.epoch, state.step, state.partial = epoch + 1, 0, dict(ckpt.NO_BATCHES)
+        periodic = (
+            self.every
+            and epoch % self.every == 0
+            and time.perf_counter() - self.last_save >= self.min_seconds
+        )
+        if self.checkpoint_path is not None and (self.stop.requested or periodic):
+            self._save(self.shuffle.get_state())
+            self.last_save = time.perf_counter()
+            return True
+        return False
 
-    model.load_state_dict(best_state)
-    test_start = time.perf_counter()
+    # --------------------------------------------------------------------------- test
+    def test(self) -> dict:
+        """The best epoch's weights on the test fold and each separate test set."""
+        self.model.load_state_dict(self.state.best_state)
+        test_start = time.perf_counter()
+        tested = _test(self.data.objective, self._score, self.data.test_idx,
+                       self.data.test_sets, self.log)  # fmt: skip
+        self.test_seconds = time.perf_counter() - test_start
+        self.log(f"test (best epoch {self.state.best_epoch}): loss={tested['test_loss']:.4f} "
+                 f"error={tested['test_error']:.4f}")  # fmt: skip
+        return tested
 
-    def score(rows):
-        if stop.requested:  # stop before each test set; the record is not written
-            raise interrupted(epoch, 0, where=f"testing (training done: {len(curve)} epochs)")
-        return evaluate(model, objective, X, y, mask, rows, batch_size, device)
+    def _score(self, rows) -> tuple[float, float]:
+        if self.stop.requested:  # stop before each test set; the record is not written
+            where = f"testing (training done: {len(self.state.curve)} epochs)"
+            raise self._interrupted(where=where)
+        return self.data.score(self.model, rows, self.run.batch_size, self.run.device)
 
-    tested = _test(objective, score, test_idx, test_sets, log)
-    test_seconds = time.perf_counter() - test_start
-    log(f"test (best epoch {best_epoch}): loss={tested['test_loss']:.4f} "
-        f"error={tested['test_error']:.4f}")  # fmt: skip
-    record = _write_run(
-        spec, record_path, curve, objective,
-        {
-            **tested,
-            "best_epoch": best_epoch,
-            "best_val_loss": best[0],
-            "best_val_accuracy": best[1] if objective.task == "classification" else None,
-            "epochs_run": len(curve),
-            "max_epochs": max_epochs,
-            "stopped_early": stopped_early,
-            "batch_size": batch_size,
-            "n_train": len(train_idx),
-            "n_val": len(val_idx),
-            "n_test": len(test_idx),
-            "train_seconds": train_seconds,
-            "test_seconds": test_seconds,
-            "params": n_params,
-            "mmac": model_mmac,
-            "mmac_full": model_mmac_full,
-            "device": str(device),
-            "device_name": torch.cuda.get_device_name() if device.type == "cuda" else None,
-            "threads": torch.get_num_threads(),
-        },
-    )  # fmt: skip
-    if stop.requested and checkpoint_path is not None:
-        # Stopped while the record was being written: the job may still be reported as
-        # failed (the signal reaches its shell too) and its outputs removed; the retry then
-        # resumes from the finished training instead of starting over.
-        log(f"{stop.signal_name} while the record was written: checkpoint {checkpoint_path} "
-            "kept, so a retry of this job only tests again")  # fmt: skip
-    else:
-        ckpt.discard(checkpoint_path)
-    return record
+    # ------------------------------------------------------------------------- record
+    def write_record(self, record_path: Path, tested: dict) -> dict:
+        """Write the curve and the record; then the checkpoint is deleted (kept when a
+        signal came while the record was written)."""
+        state, data, device = self.state, self.data, self.run.device
+        record = _write_run(
+            self.run.spec, record_path, state.curve, data.objective,
+            {
+                **tested,
+                "best_epoch": state.best_epoch,
+                "best_val_loss": state.best[0],
+                "best_val_accuracy": (
+                    state.best[1] if data.objective.task == "classification" else None
+                ),
+                "epochs_run": len(state.curve),
+                "max_epochs": self.max_epochs,
+                "stopped_early": state.stopped_early,
+                "batch_size": self.run.batch_size,
+                "n_train": len(data.train_idx),
+                "n_val": len(data.val_idx),
+                "n_test": len(data.test_idx),
+                "train_seconds": self.train_seconds,
+                "test_seconds": self.test_seconds,
+                "params": self.n_params,
+                "mmac": self.mmac,
+                "mmac_full": self.mmac_full,
+                "device": str(device),
+                "device_name": torch.cuda.get_device_name() if device.type == "cuda" else None,
+                "threads": torch.get_num_threads(),
+            },
+        )  # fmt: skip
+        if self.stop.requested and self.checkpoint_path is not None:
+            # Stopped while the record was being written: the job may still be reported as
+            # failed (the signal reaches its shell too) and its outputs removed; the retry
+            # then resumes from the finished training instead of starting over.
+            self.log(
+                f"{self.stop.signal_name} while the record was written: checkpoint "
+                f"{self.checkpoint_path} kept, so a retry of this job only tests again"
+            )
+        else:
+            ckpt.discard(self.checkpoint_path)
+        return record
 
 
 def _test(objective, score, test_idx, test_sets, log) -> dict:

@@ -1,0 +1,80 @@
+"""How a run's rows are chosen and read: the fold's train/validation/test split, the
+batch size, and batches read by index from a (memory-mapped) prepared dataset."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import torch
+
+
+def batch_size_for(settings: dict, n_train: int) -> int:
+    """The paper's "batch 4–64 by dataset size": the power of two at or below
+    batch_fraction * n_train, clipped to [batch_min, batch_max]. A fixed `batch_size`
+    (e.g. MONSTER's 256) wins when given."""
+    if settings.get("batch_size"):
+        return int(settings["batch_size"])
+    target = max(1.0, settings["batch_fraction"] * n_train)
+    size = 2 ** int(math.floor(math.log2(target)))
+    return int(min(settings["batch_max"], max(settings["batch_min"], size)))
+
+
+def split_indices(dataset, fold: int, val_fraction: float, seed: int):
+    """(train, val, test) row indices of a fold. Validation comes from the training part:
+    the dataset's own validation rows when it has them (Physiome-ODE's 70/20/10), else a
+    stratified draw (classification) or a seeded random draw (regression) of
+    ``val_fraction`` of the training rows."""
+    from ssmbench.data.store import stratified_validation_split
+
+    test_idx = np.asarray(dataset.test_indices(fold), dtype=np.int64)
+    pool = np.asarray(dataset.train_indices(fold), dtype=np.int64)
+    given = dataset.given_validation_indices(fold)
+    if given is not None:
+        val_idx = np.asarray(given, dtype=np.int64)
+        train_idx = np.setdiff1d(pool, val_idx)
+    elif dataset.meta.get("task", "classification") == "classification":
+        y_pool = np.asarray(dataset.y[pool])
+        tr_local, val_local = stratified_validation_split(y_pool, val_fraction, seed)
+        train_idx, val_idx = pool[np.asarray(tr_local)], pool[np.asarray(val_local)]
+    else:
+        n_val = max(1, math.ceil(float(val_fraction) * len(pool)))
+        if n_val >= len(pool):
+            raise ValueError(f"fold {fold}: {len(pool)} training rows leave none to train on")
+        chosen = np.random.default_rng(seed).permutation(len(pool))[:n_val]
+        val_idx = np.sort(pool[chosen])
+        train_idx = np.setdiff1d(pool, val_idx)
+    # The protocol's one hard rule: nothing of the test fold is used before testing.
+    if np.intersect1d(val_idx, test_idx).size or np.intersect1d(train_idx, test_idx).size:
+        raise AssertionError(f"fold {fold}: train/validation indices overlap the test fold")
+    return train_idx, val_idx, test_idx
+
+
+def iterate_batches(
+    X: np.ndarray,
+    y: np.ndarray,
+    indices: np.ndarray,
+    batch_size: int,
+    generator: torch.Generator | None = None,
+    *,
+    target_dtype=np.int64,
+    target_mask: np.ndarray | None = None,
+) -> Iterator[tuple[torch.Tensor, ...]]:
+    """Batches ``(x, y)`` (or ``(x, y, target_mask)``) read by index from X (a memory map is
+    fine: only the batch is loaded).
+
+    Shuffled with `generator` when given. Indices within a batch are sorted so a memory
+    map is read front to back; the order inside a batch does not change the gradient.
+    """
+    order = indices
+    if generator is not None:
+        order = indices[torch.randperm(len(indices), generator=generator).numpy()]
+    for start in range(0, len(order), batch_size):
+        batch = np.sort(order[start : start + batch_size])
+        xb = torch.from_numpy(np.ascontiguousarray(X[batch], dtype=np.float32))
+        yb = torch.from_numpy(np.asarray(y[batch], dtype=target_dtype))
+        if target_mask is None:
+            yield xb, yb
+        else:
+            yield xb, yb, torch.from_numpy(np.asarray(target_mask[batch], dtype=bool))
