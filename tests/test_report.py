@@ -22,6 +22,8 @@ from ssmbench.report import (
     uea_table,
     write_table,
 )
+from ssmbench.report.aggregate import NOT_IN_METRICS
+from ssmbench.report.outputs import report_outputs
 
 # Hand-checked example: test_error per fold.
 #   BasicMotions   MS4N [0.1, 0.3] -> 0.2 ± 0.1     MS4 [0.2, 0.2] -> 0.2 ± 0.0   ranks 1.5 / 1.5
@@ -242,6 +244,8 @@ def test_build_report_writes_everything(runs_dir, tmp_path):
     ]
     for path in expected:
         assert path in written.values() and path.stat().st_size > 0, path
+    # exactly the files named in ssmbench.report.outputs, under their names
+    assert written == {o.name: o.path for o in report_outputs(results, figures, ["uea"])}
     assert len(pd.read_csv(results / "metrics.csv")) == 10
     summary = json.loads((results / "summary.json").read_text())
     assert summary["uea"]["MS4"]["mean_rank"] == 1.75
@@ -272,3 +276,58 @@ def test_figure7_places_models_without_a_count_at_the_papers_proxies(runs_dir, t
     assert points.loc["Quant", "mmac"] == 1e-6 and points.loc["Quant", "params"] == 20_000
     assert points.loc["MS4N", "mmac"] == pytest.approx(11.24)
     assert figure7(collect_records(runs_dir), tmp_path / "f7", "uea")["png"].stat().st_size > 1000
+
+
+def _rerun(runs_dir: Path, hours: int) -> None:
+    """The same results as ``runs_dir`` holds, as a rerun elsewhere and later writes them:
+    other times, host, hardware, job, git state, versions, code digest and data checksums."""
+    for path in runs_dir.rglob("fold*.json"):
+        record = json.loads(path.read_text())
+        record.update(
+            train_seconds=record["train_seconds"] * 3.7 + hours,
+            test_seconds=0.25 * hours,
+            created=f"2026-02-0{hours}T0{hours}:00:00Z",
+            hostname=f"node{hours}",
+            git_commit=f"{hours:040d}",
+            git_dirty=True,
+            versions={"python": "3.13", "torch": f"2.{hours}.0"},
+            device="cuda",
+            device_name="NVIDIA H200",
+            threads=8,
+            cpu="another CPU",
+            cpu_count=64,
+            platform="Linux-x",
+            gpu="NVIDIA H200",
+            gpu_count=1,
+            cuda_visible_devices="0",
+            slurm_job_id=str(hours),
+            slurm_restart_count=1,
+            slurm={"job_id": str(hours)},
+            attempt=2,
+            argv=["ssmbench", "train", "--threads", "8"],
+            code_digest=f"digest{hours}",
+            dataset_sha256={"x.ts": f"{hours}"},
+        )
+        path.write_text(json.dumps(record))
+    for path in runs_dir.rglob("fold*.curve.csv"):
+        curve = pd.read_csv(path)
+        curve["seconds"] = curve["seconds"] * hours + 0.123
+        curve.to_csv(path, index=False)
+
+
+def test_a_rerun_with_the_same_results_leaves_the_git_tracked_files_byte_identical(
+    runs_dir, tmp_path
+):
+    params = {"convergence_thresholds": {"val_loss": 0.5, "val_accuracy": 0.9}}
+    first = build_report(runs_dir, tmp_path / "a", tmp_path / "fa", params)
+    _rerun(runs_dir, hours=5)
+    second = build_report(runs_dir, tmp_path / "b", tmp_path / "fb", params)
+    assert collect_records(runs_dir)["hostname"].eq("node5").all()  # the rerun is read
+    for name in ("metrics_csv", "summary_json", "curves_csv", "uea_table_md", "uea_table_csv"):
+        assert first[name].read_bytes() == second[name].read_bytes(), name
+    metrics = pd.read_csv(first["metrics_csv"])
+    assert not set(NOT_IN_METRICS) & set(metrics.columns)
+    assert {"test_error", "test_loss", "best_epoch", "params", "mmac", "model_params"} <= set(
+        metrics.columns
+    )
+    assert "seconds" not in pd.read_csv(first["curves_csv"]).columns

@@ -5,7 +5,7 @@
     ssmbench fetch   --benchmark B --dataset D
     ssmbench prepare --benchmark B --dataset D
     ssmbench train   --benchmark B --dataset D --model M --fold K
-    ssmbench report
+    ssmbench report  [--list-outputs | --show-tables]
     ssmbench complexity --channels C --classes K --length L | --table4 [--csv F]
     ssmbench datasets [--benchmark B] [--domain D] [--format table|csv]
     ssmbench status  [--suite S] [--state STATE ...] [--format table|csv|json]
@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from datetime import datetime
 from pathlib import Path
 
 
@@ -35,8 +36,10 @@ def _params(args):
 
 def cmd_check(args) -> int:
     from ssmbench.config import suite_datasets, suite_grid
+    from ssmbench.resources import check_train_resources
 
     params = _params(args)
+    check_train_resources(params)
     grid = suite_grid(params)
     print(
         f"{args.params}: OK. suite {params['suite']!r}: {len(grid)} runs over "
@@ -89,6 +92,7 @@ def cmd_train(args) -> int:
     if args.fast_malloc:  # before torch is imported: the re-executed process pays it once
         restart_with_malloc_env(["-m", "ssmbench.cli", *sys.argv[1:]])
     from ssmbench.config import Job, job_spec
+    from ssmbench.staleness import record_state
     from ssmbench.train.checkpoint import TrainingInterrupted, checkpoint_path
     from ssmbench.train.protocol import run_job
 
@@ -98,6 +102,16 @@ def cmd_train(args) -> int:
     if args.max_epochs:
         spec["settings"]["max_epochs"] = args.max_epochs
     record = Path(args.record) if args.record else job.record_path(params["paths"]["runs"])
+    if not args.force and record_state(record, spec).current:
+        # a retried group job or a workflow-code change runs a finished run again
+        _log(f"{datetime.now().astimezone().isoformat(timespec='seconds')} {record} is current: "
+             "kept, not trained again")  # fmt: skip
+        return 0
+    if args.log:  # the caller appends to the run's log: a run that trains starts it afresh
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with open(args.log, "a") as log_file:
+            log_file.truncate(0)
     # The run's checkpoint (resume after SIGTERM/SIGUSR1, a time limit or a hard kill) is
     # paths.checkpoints/{benchmark}/{dataset}/{model}/fold{k}.pt: no rule passes it.
     checkpoint = checkpoint_path(params["paths"]["checkpoints"], job)
@@ -113,17 +127,29 @@ def cmd_train(args) -> int:
 def cmd_report(args) -> int:
     from ssmbench.config import suite_grid
     from ssmbench.report.build import build_report
+    from ssmbench.report.outputs import report_outputs
 
     params = _params(args)
     paths = params["paths"]
     suite = params["suites"][params["suite"]]
+    grid = suite_grid(params)
+    if args.list_outputs or args.show_tables:
+        outputs = report_outputs(paths["results"], paths["figures"], {j.benchmark for j in grid})
+        for output in outputs:
+            if args.list_outputs:
+                print(f"{output.name}: {output.path}")
+            elif output.kind == "table" and output.path.suffix == ".md":
+                if not output.path.is_file():
+                    raise FileNotFoundError(f"{output.path}: not written yet (ssmbench report)")
+                print(f"{output.path}:\n\n{output.path.read_text(encoding='utf-8')}")
+        return 0
     written = build_report(
         runs_dir=paths["runs"],
         results_dir=paths["results"],
         figures_dir=paths["figures"],
         report_params=params["report"],
         benchmark_models={bench: suite["models"] for bench in suite["benchmarks"]},
-        grid=[(j.benchmark, j.dataset, j.model, j.fold) for j in suite_grid(params)],
+        grid=[(j.benchmark, j.dataset, j.model, j.fold) for j in grid],
     )
     for name, path in written.items():
         print(f"{name}: {path}")
@@ -268,15 +294,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--max-epochs", type=int, default=None, help="cap epochs (smoke tests only)")
     p.add_argument(
+        "--force",
+        action="store_true",
+        help="train even if the record is current (made with these settings and code)",
+    )
+    p.add_argument(
+        "--log",
+        help="the run's log, which this command's output is appended to: emptied when the "
+        "run trains, kept (training output and all) when a current record is kept",
+    )
+    p.add_argument(
         "--fast-malloc",
         action="store_true",
         help="keep large freed buffers in the heap: faster long sequences, higher peak memory "
         "(see ssmbench.train.MALLOC_ENV)",
     )
     p.set_defaults(func=cmd_train)
-    sub.add_parser("report", help="metrics.csv, summary.json, tables, figures").set_defaults(
-        func=cmd_report
+    p = sub.add_parser("report", help="metrics.csv, summary.json, tables, figures")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
+        "--list-outputs",
+        action="store_true",
+        help="print every file the report writes for the suite (name: path); write nothing",
     )
+    which.add_argument(
+        "--show-tables",
+        action="store_true",
+        help="print the suite's Markdown tables as last written; write nothing",
+    )
+    p.set_defaults(func=cmd_report)
     p = sub.add_parser(
         "complexity",
         help="params and MMac of models for one input shape, or beside the paper's Table 4",

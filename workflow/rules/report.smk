@@ -1,32 +1,30 @@
 # aggregate -> tables -> figures, from the suite's run records: one table and one
-# Figure-7 panel set per benchmark of the suite, one Figure 8.
+# Figure-7 panel set per benchmark of the suite, one Figure 8. The file names come from
+# ssmbench.report.outputs, the one place they are spelt.
+from ssmbench.report.outputs import output_paths
 
 SUITE_BENCHMARKS = sorted({job.benchmark for job in GRID})
+
+
+def report_files(kind):
+    return output_paths(PATHS["results"], PATHS["figures"], SUITE_BENCHMARKS, kind)
 
 
 rule report:
     input:
         record_paths(),
     output:
-        metrics=f"{PATHS['results']}/metrics.csv",
-        summary=f"{PATHS['results']}/summary.json",
-        curves=f"{PATHS['results']}/curves.csv",
-        tables=expand(
-            f"{PATHS['results']}/tables/{{benchmark}}_table.{{ext}}",
-            benchmark=SUITE_BENCHMARKS,
-            ext=["csv", "md", "tex"],
-        ),
+        metrics=report_files("metrics"),
+        summary=report_files("summary"),
+        curves=report_files("curves"),
+        tables=report_files("table"),
         figure7=report(
-            expand(
-                f"{PATHS['figures']}/figure7_{{benchmark}}.{{ext}}",
-                benchmark=SUITE_BENCHMARKS,
-                ext=["png", "pdf"],
-            ),
+            report_files("figure7"),
             caption="../report/figure7.rst",
             category="Figures",
         ),
         figure8=report(
-            multiext(f"{PATHS['figures']}/figure8_curves", ".png", ".pdf"),
+            report_files("figure8"),
             caption="../report/figure8.rst",
             category="Figures",
         ),

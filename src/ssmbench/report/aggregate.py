@@ -10,6 +10,12 @@ Conventions (documented here because the paper leaves them implicit):
   average rank), only on the datasets where *every* model of the benchmark has a result,
   and averaged over those datasets (``n_ranked_datasets``);
 * params and MMac: mean over folds per dataset, then over datasets.
+
+metrics.csv holds results only, so that a rerun with the same results leaves it byte for
+byte as it was: what a run is (benchmark, dataset, model, fold, seed, settings, sizes) and
+what it measured. Where, when and with what it ran (``NOT_IN_METRICS``: wall-clock times,
+host and hardware, the job, git, library versions, the code digest and data checksums)
+stays in the records.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ssmbench.io import atomic_write, atomic_write_text
+from ssmbench.train.records import PROVENANCE_KEYS
 
 #: Key order of a run record (docs/contracts.md); metrics.csv columns follow it.
 RECORD_KEYS = (
@@ -61,6 +68,18 @@ RECORD_KEYS = (
     "created",
     "model_params",
     "protocol",
+)
+#: Record keys left out of metrics.csv: provenance (``train.records.PROVENANCE_KEYS``),
+#: wall-clock times, the device the run used, and the fingerprints of its code and data.
+NOT_IN_METRICS = (
+    *PROVENANCE_KEYS,
+    "train_seconds",
+    "test_seconds",
+    "device",
+    "device_name",
+    "threads",
+    "code_digest",
+    "dataset_sha256",
 )
 #: Keys a record must have for the report to use it.
 REQUIRED_KEYS = ("benchmark", "dataset", "model", "fold", "test_error")
@@ -177,10 +196,16 @@ def collect_records(runs_dir: str | os.PathLike) -> pd.DataFrame:
     return df.reset_index(drop=True)
 
 
+def metrics_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The records table without the ``NOT_IN_METRICS`` columns: what metrics.csv holds."""
+    return df.drop(columns=[c for c in NOT_IN_METRICS if c in df.columns])
+
+
 def write_metrics_csv(df: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """Write the records table as CSV, atomically."""
+    """Write the records table's results (``metrics_table``) as CSV, atomically."""
+    table = metrics_table(df)
     return atomic_write(
-        path, lambda p: df.to_csv(p, index=False, lineterminator="\n", encoding="utf-8")
+        path, lambda p: table.to_csv(p, index=False, lineterminator="\n", encoding="utf-8")
     )
 
 

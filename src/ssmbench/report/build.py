@@ -16,6 +16,7 @@ from .aggregate import (
     write_summary_json,
 )
 from .figures import figure7, figure8, load_curves, write_curves_csv
+from .outputs import figure7_stem, figure8_stem, report_outputs, table_stem
 from .reference import load_published_errors
 from .tables import benchmark_table, write_table
 
@@ -45,17 +46,9 @@ def build_report(
     benchmark_models: Mapping[str, Iterable[str]] | None = None,
     grid: Iterable[tuple[str, str, str, int]] | None = None,
 ) -> dict[str, Path]:
-    """Write the whole report and return {name: path} of what was written:
-
-    * ``metrics_csv``: ``results/metrics.csv``, one row per run record;
-    * ``summary_json``: ``results/summary.json``, {benchmark: {model: {error, rank, ...}}};
-    * ``curves_csv``: ``results/curves.csv``, all epoch curves (benchmark, dataset, model,
-      fold, epoch, ...), long format for ``dvc plots``;
-    * ``{bench}_table_{csv,md,tex}``: ``results/tables/{bench}_table.*`` — ours beside the
-      paper's per dataset (``uea_table`` is the paper's Table 5);
-    * ``figure7_{bench}_{png,pdf}``: ``figures/figure7_{bench}.*``;
-    * ``figure8_{png,pdf}``: ``figures/figure8_curves.*`` (skipped, with a warning, when
-      there are no curves).
+    """Write the whole report and return {name: path} of what was written: the files of
+    ``outputs.report_outputs`` for the benchmarks found in the records (``uea_table`` is
+    the paper's Table 5); Figure 8 is skipped, with a warning, when there are no curves.
 
     ``report_params``: params.yaml ``report`` (``convergence_thresholds``; optional
     ``figure8_datasets``). ``benchmark_models`` ({benchmark: [models]}, e.g. from the suite)
@@ -76,25 +69,27 @@ def build_report(
             f"no finished run records (fold*.json) under {runs_dir}{which}: nothing to report"
         )
 
+    benchmarks = sorted(records["benchmark"].unique())
+    outputs = {o.name: o.path for o in report_outputs(results_dir, figures_dir, benchmarks)}
     written: dict[str, Path] = {}
-    written["metrics_csv"] = write_metrics_csv(records, results_dir / "metrics.csv")
+    written["metrics_csv"] = write_metrics_csv(records, outputs["metrics_csv"])
     written["summary_json"] = write_summary_json(
-        summarise(records, benchmark_models), results_dir / "summary.json"
+        summarise(records, benchmark_models), outputs["summary_json"]
     )
 
     published = load_published_errors()
     summ = summary_frame(records, benchmark_models)
-    for bench in sorted(records["benchmark"].unique()):
+    for bench in benchmarks:
         table = benchmark_table(records, published, bench)
-        for ext, path in write_table(table, results_dir / "tables" / f"{bench}_table").items():
+        for ext, path in write_table(table, table_stem(results_dir, bench)).items():
             written[f"{bench}_table_{ext}"] = path
-        for ext, path in figure7(summ, figures_dir / f"figure7_{bench}", bench).items():
+        for ext, path in figure7(summ, figure7_stem(figures_dir, bench), bench).items():
             written[f"figure7_{bench}_{ext}"] = path
 
     curves = _in_grid(load_curves(runs_dir), grid)
     if benchmark_models is not None and not curves.empty:
         curves = filter_models(curves, benchmark_models).reset_index(drop=True)
-    written["curves_csv"] = write_curves_csv(curves, results_dir / "curves.csv")
+    written["curves_csv"] = write_curves_csv(curves, outputs["curves_csv"])
     if curves.empty:
         warnings.warn(f"no training curves under {runs_dir}: figure 8 not drawn", stacklevel=2)
         return written
@@ -108,7 +103,7 @@ def build_report(
             sorted(have_all[have_all == len(models)].index) or sorted(curves["dataset"].unique())
         )[:FIGURE8_MAX_DATASETS]
     paths, _ = figure8(
-        curves, figures_dir / "figure8_curves", thresholds, models=FIGURE8_MODELS, datasets=datasets
+        curves, figure8_stem(figures_dir), thresholds, models=FIGURE8_MODELS, datasets=datasets
     )
     written["figure8_png"], written["figure8_pdf"] = paths["png"], paths["pdf"]
     return written

@@ -25,6 +25,9 @@ from ssmbench.io import atomic_write
 from .aggregate import RecordError, read_record, summary_frame
 
 CURVE_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds")
+#: Left out of curves.csv: wall-clock time differs on every rerun (the run's own curve
+#: file keeps it).
+NOT_IN_CURVES_CSV = ("seconds",)
 _CURVE_NAME = re.compile(r"^fold(\d+)\.curve\.csv$")
 _DPI = 150
 _PLAIN = FuncFormatter(lambda v, _pos: f"{v:g}")
@@ -360,7 +363,9 @@ def figure8(
 
 
 def write_curves_csv(curves: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """All curves in one long CSV (for ``dvc plots``), atomically."""
+    """All curves in one long CSV (for ``dvc plots``) without ``NOT_IN_CURVES_CSV``,
+    atomically."""
+    table = curves.drop(columns=[c for c in NOT_IN_CURVES_CSV if c in curves.columns])
     return atomic_write(
-        path, lambda p: curves.to_csv(p, index=False, lineterminator="\n", encoding="utf-8")
+        path, lambda p: table.to_csv(p, index=False, lineterminator="\n", encoding="utf-8")
     )
