@@ -45,36 +45,37 @@ Policies of ``prepare_monster`` (also written into each ``meta.json``):
   every index is an integer in ``[0, N)`` and that no fold repeats an index;
   ``meta["folds_partition"]`` says whether the folds are disjoint and cover every row.
 
-Memory: ``X`` is read sequentially in chunks of about ``CHUNK_BYTES`` (hashing, scanning and
-converting in one pass), ``y`` and the index files likewise, so a many-GB dataset prepares
-with a small resident set.
+Memory: ``X`` is read sequentially in chunks of about ``npy_chunks.CHUNK_BYTES`` (hashing,
+scanning and converting in one pass; ``ssmbench.data.npy_chunks``), ``y`` and the index
+files likewise, so a many-GB dataset prepares with a small resident set.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
 import shutil
-import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from ssmbench.data.catalog import MONSTER_DATASETS, domain_of
+from ssmbench.data.checksums import GIT_BLOB_SHA1, file_digests, listed_sha256, sha256_file
+from ssmbench.data.download import install_staged, staged_path, staging
 from ssmbench.data.errors import DataError
-from ssmbench.data.provenance import PROVENANCE, sha256_file, verified_provenance
-from ssmbench.data.uea import _read_sums
+from ssmbench.data.npy_chunks import (
+    read_npy_header,
+    row_chunks,
+    scan_and_convert,
+    write_npy,
+)
+from ssmbench.data.provenance import PROVENANCE, utc_now, verified_provenance
 from ssmbench.io import atomic_folder, atomic_write_json
 
 HUB_ORG = "monster-monash"
 N_FOLDS = 5
-SUMS_FILE = "SHA256SUMS"
 STAGING = ".hub-download"
-#: bytes of X read (and converted) at a time by ``prepare_monster``
-CHUNK_BYTES = 32 << 20
 DEFAULT_ENDPOINT = "https://huggingface.co"
 NORMALISATION = {"kind": "none", "note": "MONSTER data are used as given (not normalised)"}
 NAN_POLICY = "reject: any NaN or infinite value in X is an error (we do not impute)"
@@ -127,17 +128,6 @@ def _hub_version() -> str | None:
         return None
 
 
-def _hash_file(path: Path) -> tuple[str, str]:
-    """(sha256, git blob sha1) of a file, in one pass."""
-    h256 = hashlib.sha256()
-    h1 = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h256.update(chunk)
-            h1.update(chunk)
-    return h256.hexdigest(), h1.hexdigest()
-
-
 def _fits_request(prov: dict, revision: str, local_dir) -> bool:
     """Whether a complete recorded fetch satisfies this request without fetching again."""
     if local_dir is not None:
@@ -149,14 +139,6 @@ def _fits_request(prov: dict, revision: str, local_dir) -> bool:
 def _write_provenance(dest: Path, prov: dict) -> dict:
     atomic_write_json(dest / PROVENANCE, prov, sort_keys=False)
     return prov
-
-
-def _install(staged: dict[str, Path], dest: Path) -> None:
-    """Rename the verified files over the old ones; the old provenance goes first, since it
-    no longer describes the folder while files are swapped."""
-    (dest / PROVENANCE).unlink(missing_ok=True)
-    for fname, path in staged.items():
-        os.replace(path, dest / fname)
 
 
 # --------------------------------------------------------------------------- local_dir
@@ -181,20 +163,6 @@ def locate_local(name: str, local_dir: str | os.PathLike) -> Path:
     )
 
 
-def _local_sums(root: Path, folder: Path, name: str) -> tuple[dict[str, str], str | None]:
-    expected: dict[str, str] = {}
-    used = []
-    for sums_path, prefix in ((root / SUMS_FILE, f"{name}/"), (folder / SUMS_FILE, "")):
-        if not sums_path.is_file():
-            continue
-        sums = _read_sums(sums_path)
-        for fname in monster_files(name):
-            if prefix + fname in sums:
-                expected[fname] = sums[prefix + fname]
-                used.append(str(sums_path))
-    return expected, (", ".join(sorted(set(used))) or None)
-
-
 def _link_or_copy(src: Path, dst: Path) -> str:
     """Hard-link ``src`` to ``dst``, or copy it (chunked) across filesystems; returns how."""
     try:
@@ -206,17 +174,15 @@ def _link_or_copy(src: Path, dst: Path) -> str:
 
 
 def _fetch_local(name: str, dest: Path, root: Path, folder: Path) -> dict:
-    expected, sums_used = _local_sums(root, folder, name)
-    dest.mkdir(parents=True, exist_ok=True)
-    staged: dict[str, Path] = {}
+    expected, sums_used = listed_sha256(root, folder, name, monster_files(name))
     raw_files, sizes, verified = {}, {}, {}
-    try:
+    with staging(dest) as staged:
         for fname in monster_files(name):
             src = folder / fname
             if src.resolve() == (dest / fname).resolve():
                 tmp = src  # the files are already in place (offline adoption)
             else:
-                tmp = dest / f".{fname}.tmp-{uuid.uuid4().hex}"
+                tmp = staged_path(dest, fname)
                 try:
                     _link_or_copy(src, tmp)
                 except OSError as e:
@@ -232,10 +198,7 @@ def _fetch_local(name: str, dest: Path, root: Path, folder: Path) -> dict:
             raw_files[f"{name}/{fname}"] = digest
             sizes[f"{name}/{fname}"] = tmp.stat().st_size
             verified[fname] = "SHA256SUMS" if fname in expected else None
-        _install(staged, dest)
-    finally:
-        for tmp in staged.values():
-            tmp.unlink(missing_ok=True)
+        install_staged(staged, dest)
     return {
         "dataset": name,
         "source": "local_dir",
@@ -248,7 +211,7 @@ def _fetch_local(name: str, dest: Path, root: Path, folder: Path) -> dict:
         "verified": verified,
         "verified_against": sums_used,
         "huggingface_hub_version": _hub_version(),
-        "fetched": datetime.now(UTC).isoformat(timespec="seconds"),
+        "fetched": utc_now(),
     }
 
 
@@ -294,8 +257,8 @@ def _fetch_hub(name: str, dest: Path, revision: str, endpoint: str | None) -> di
         ) from e
     endpoint = (endpoint or os.environ.get("HF_ENDPOINT") or hub_constants.ENDPOINT).rstrip("/")
     repo = repo_id_of(name)
-    staging = dest / STAGING
-    staging.mkdir(parents=True, exist_ok=True)
+    hub_staging = dest / STAGING
+    hub_staging.mkdir(parents=True, exist_ok=True)
     commit: str | None = None
     staged: dict[str, Path] = {}
     raw_files, sizes, verified = {}, {}, {}
@@ -316,7 +279,7 @@ def _fetch_hub(name: str, dest: Path, revision: str, endpoint: str | None) -> di
                     repo_type="dataset",
                     filename=fname,
                     revision=commit,
-                    local_dir=staging,
+                    local_dir=hub_staging,
                     endpoint=endpoint,
                 )
             )
@@ -324,7 +287,8 @@ def _fetch_hub(name: str, dest: Path, revision: str, endpoint: str | None) -> di
             raise
         except Exception as e:  # HfHubHTTPError, httpx errors, OSError (size check), ...
             raise _hub_error(name, fname, rev, endpoint, e) from e
-        sha256, sha1 = _hash_file(path)
+        digests = file_digests(path, ("sha256", GIT_BLOB_SHA1))
+        sha256, sha1 = digests["sha256"], digests[GIT_BLOB_SHA1]
         etag = (md.etag or "").lower()
         if _SHA256_RE.fullmatch(etag):
             kind, ok = "sha256 (X-Linked-ETag)", sha256 == etag
@@ -343,8 +307,8 @@ def _fetch_hub(name: str, dest: Path, revision: str, endpoint: str | None) -> di
         raw_files[f"{name}/{fname}"] = sha256
         sizes[f"{name}/{fname}"] = path.stat().st_size
         verified[fname] = kind
-    _install(staged, dest)
-    shutil.rmtree(staging, ignore_errors=True)
+    install_staged(staged, dest)
+    shutil.rmtree(hub_staging, ignore_errors=True)
     return {
         "dataset": name,
         "source": "hub",
@@ -357,7 +321,7 @@ def _fetch_hub(name: str, dest: Path, revision: str, endpoint: str | None) -> di
         "verified": verified,
         "verified_against": "the Hub's ETag / X-Linked-ETag of each file",
         "huggingface_hub_version": _hub_version(),
-        "fetched": datetime.now(UTC).isoformat(timespec="seconds"),
+        "fetched": utc_now(),
     }
 
 
@@ -422,140 +386,9 @@ def fetch_monster(
     return _write_provenance(dest, prov)
 
 
-# --------------------------------------------------------------------------- .npy reading
-def _npy_header(path: Path) -> tuple[tuple[int, ...], bool, np.dtype, int]:
-    """(shape, fortran_order, dtype, data offset) of a .npy file, checked against its size."""
-    try:
-        with open(path, "rb") as f:
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-            offset = f.tell()
-    except (ValueError, OSError, EOFError) as e:
-        raise DataError(
-            f"{path}: not a readable .npy file ({e}). The file is corrupt or truncated; "
-            f"fetch it again (fetch_monster(..., force=True))."
-        ) from e
-    if dtype.hasobject:
-        raise DataError(f"{path}: holds Python objects (dtype {dtype}); expected numbers.")
-    expected = offset + int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    actual = path.stat().st_size
-    if actual != expected:
-        raise DataError(
-            f"{path}: {actual} bytes but its header (shape {shape}, dtype {dtype}) needs "
-            f"{expected}. The file is truncated or corrupt; fetch it again "
-            f"(fetch_monster(..., force=True))."
-        )
-    return tuple(int(s) for s in shape), bool(fortran), dtype, offset
-
-
-def _write_npy(path: Path, shape: tuple[int, ...], dtype, chunks) -> None:
-    """Write a C-order .npy from an iterator of arrays (consecutive rows), sequentially.
-
-    Plain writes rather than ``np.lib.format.open_memmap``: pages written through a memory
-    map count in the process's resident set until they are evicted; these do not.
-    """
-    dtype = np.dtype(dtype)
-    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": shape}
-    rows = 0
-    with open(path, "wb") as f:
-        _write_header(f, header)
-        for chunk in chunks:
-            chunk = np.ascontiguousarray(chunk, dtype=dtype)
-            f.write(chunk.data)
-            rows += chunk.shape[0]
-        f.flush()
-        os.fsync(f.fileno())
-    if rows != shape[0]:
-        raise DataError(f"{path}: wrote {rows} rows, expected {shape[0]} (internal error).")
-
-
-def _write_header(f, header: dict) -> None:
-    try:
-        np.lib.format.write_array_header_1_0(f, header)
-    except ValueError:  # header too long for format 1.0
-        np.lib.format.write_array_header_2_0(f, header)
-
-
-def _row_chunks(n_rows: int, row_bytes: int, chunk_rows: int | None):
-    step = chunk_rows or max(1, CHUNK_BYTES // max(1, row_bytes))
-    for start in range(0, n_rows, step):
-        yield start, min(n_rows, start + step)
-
-
-def _scan_x(path: Path, hdr, out: Path | None, chunk_rows: int | None) -> tuple[str, dict]:
-    """One pass over ``X``: its sha256, counts of non-finite values, and (with ``out``) a
-    float32 C-order copy written chunk by chunk. Never holds more than a chunk."""
-    shape, fortran, dtype, offset = hdr
-    N = shape[0]
-    row_items = int(np.prod(shape[1:], dtype=np.int64))
-    counts = {"nan": 0, "inf": 0, "overflow": 0}
-    is_float = dtype.kind == "f"
-
-    def check(a: np.ndarray) -> np.ndarray:
-        if is_float:
-            bad = ~np.isfinite(a)
-            n_bad = int(np.count_nonzero(bad))
-            if n_bad:
-                n_nan = int(np.count_nonzero(np.isnan(a)))
-                counts["nan"] += n_nan
-                counts["inf"] += n_bad - n_nan
-        if out is None:
-            return a
-        with np.errstate(over="ignore"):  # counted below
-            conv = a.astype(np.float32)
-        if is_float and dtype.itemsize > 4:
-            n_conv_bad = int(np.count_nonzero(~np.isfinite(conv)))
-            counts["overflow"] += n_conv_bad - int(np.count_nonzero(~np.isfinite(a)))
-        return conv
-
-    if fortran:  # rare: hash the file, then read rows through a memory map
-        digest = sha256_file(path)
-        mm = np.load(path, mmap_mode="r", allow_pickle=False)
-
-        def chunks():
-            for s, e in _row_chunks(N, row_items * dtype.itemsize, chunk_rows):
-                yield check(np.array(mm[s:e]))
-
-        if out is None:
-            for _ in chunks():
-                pass
-        else:
-            _write_npy(out, shape, np.float32, chunks())
-        del mm
-        return digest, counts
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        h.update(f.read(offset))
-
-        def chunks():
-            buf = None
-            for s, e in _row_chunks(N, row_items * dtype.itemsize, chunk_rows):
-                nbytes = (e - s) * row_items * dtype.itemsize
-                if buf is None or len(buf) < nbytes:
-                    buf = bytearray(nbytes)
-                view = memoryview(buf)[:nbytes]
-                got = f.readinto(view)
-                if got != nbytes:
-                    raise DataError(f"{path}: ended early at row {s} (truncated); fetch it again.")
-                h.update(view)
-                a = np.frombuffer(view, dtype=dtype).reshape((e - s,) + shape[1:])
-                yield check(a)
-
-        if out is None:
-            for _ in chunks():
-                pass
-        else:
-            _write_npy(out, shape, np.float32, chunks())
-    return h.hexdigest(), counts
-
-
 def _labels(path: Path, N: int, out: Path, chunk_rows: int | None) -> tuple[list, int]:
     """Map ``y`` to int64 ids 0..K-1 (sorted label order) into ``out``; return the labels."""
-    shape, _, dtype, _ = _npy_header(path)
+    shape, _, dtype, _ = read_npy_header(path)
     if shape != (N,):
         raise DataError(
             f"{path}: shape {shape} but X has N = {N} rows; expected ({N},). The files are "
@@ -564,7 +397,7 @@ def _labels(path: Path, N: int, out: Path, chunk_rows: int | None) -> tuple[list
     if dtype.kind not in "biufUS":
         raise DataError(f"{path}: dtype {dtype} cannot hold class labels.")
     y = np.load(path, mmap_mode="r", allow_pickle=False)
-    spans = list(_row_chunks(N, dtype.itemsize, chunk_rows))
+    spans = list(row_chunks(N, dtype.itemsize, chunk_rows))
     classes = None
     for s, e in spans:
         part = np.asarray(y[s:e])
@@ -574,7 +407,7 @@ def _labels(path: Path, N: int, out: Path, chunk_rows: int | None) -> tuple[list
         classes = u if classes is None else np.union1d(classes, u)
     if classes is None or classes.size == 0:
         raise DataError(f"{path}: no labels.")
-    _write_npy(
+    write_npy(
         out,
         (N,),
         np.int64,
@@ -639,8 +472,8 @@ def prepare_monster(
 
     ``out_dir`` is the benchmark's prepared folder (e.g. ``data/prepared/monster``). The
     dataset folder is written under a temporary name beside it and renamed into place.
-    ``chunk_rows`` (default: about ``CHUNK_BYTES`` of X per chunk) is the number of rows
-    read at a time.
+    ``chunk_rows`` (default: about ``npy_chunks.CHUNK_BYTES`` of X per chunk) is the number
+    of rows read at a time.
     """
     _check_name(name)
     if chunk_rows is not None and (not isinstance(chunk_rows, int) or chunk_rows < 1):
@@ -668,7 +501,7 @@ def prepare_monster(
             f"(fetch_monster(..., force=True))."
         ) from e
 
-    hdr = _npy_header(x_path)
+    hdr = read_npy_header(x_path)
     shape, fortran, dtype, _ = hdr
     if len(shape) != 3 or min(shape) < 1:
         raise DataError(f"{x_path}: shape {shape}; expected a non-empty (N, C, L) array.")
@@ -680,7 +513,7 @@ def prepare_monster(
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / name
     with atomic_folder(target) as tmp:
-        x_sha, bad = _scan_x(x_path, hdr, None if link else tmp / "X.npy", chunk_rows)
+        x_sha, bad = scan_and_convert(x_path, hdr, None if link else tmp / "X.npy", chunk_rows)
         raw_files = {f"{name}/{files[0]}": x_sha}
         raw_files.update({f"{name}/{f}": sha256_file(src / f) for f in files[1:]})
         for rel, digest in raw_files.items():
@@ -749,7 +582,7 @@ def prepare_monster(
             "normalisation": dict(NORMALISATION),
             "catalog_differences": _catalog_differences(name, N, C, L, K),
             "prepared_with": __version__,
-            "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            "created": utc_now(),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return target

@@ -38,25 +38,23 @@ Policies (also written into each ``meta.json``):
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
 import tempfile
-import uuid
 from collections import Counter
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from ssmbench.data.catalog import domain_of
+from ssmbench.data.checksums import listed_sha256, sha256_file
+from ssmbench.data.download import install_staged, staged_path, staging
 from ssmbench.data.errors import DataError
-from ssmbench.data.provenance import PROVENANCE, sha256_file, verified_provenance
+from ssmbench.data.provenance import PROVENANCE, utc_now, verified_provenance
 from ssmbench.io import atomic_folder, atomic_write_json
 
 SPLITS = ("TRAIN", "TEST")
-SUMS_FILE = "SHA256SUMS"
 NORMALISATION = "per_channel_train_zscore"
 LENGTH_POLICY_EQUAL = "equal_length: every series has the same length, no padding"
 LENGTH_POLICY_PAD = "right_zero_pad_after_zscore: shorter series padded with zeros at the end"
@@ -76,41 +74,12 @@ def _file_names(name: str) -> dict[str, str]:
     return {split: f"{name}_{split}.ts" for split in SPLITS}
 
 
-def _read_sums(path: Path) -> dict[str, str]:
-    """``SHA256SUMS`` (``sha256sum`` output) as {relative path: lower-case hex digest}."""
-    sums: dict[str, str] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = line.split(None, 1)
-        if len(parts) != 2 or len(parts[0]) != 64:
-            raise DataError(
-                f"{path}: line {lineno} is not '<sha256>  <path>' ({line[:80]!r}). "
-                f"Fix or remove the checksum file (regenerate it with sha256sum)."
-            )
-        rel = parts[1].strip().lstrip("*")
-        rel = rel[2:] if rel.startswith("./") else rel
-        sums[rel] = parts[0].lower()
-    return sums
-
-
 def _expected_sums(root: Path, name: str) -> tuple[dict[str, str], str | None]:
     """Checksums of the two files from ``<root>/SHA256SUMS`` or ``<root>/<name>/SHA256SUMS``.
 
     Returns ({file name: sha256}, the checksum file used or None).
     """
-    expected: dict[str, str] = {}
-    used = []
-    for sums_path, prefix in ((root / SUMS_FILE, f"{name}/"), (root / name / SUMS_FILE, "")):
-        if not sums_path.is_file():
-            continue
-        sums = _read_sums(sums_path)
-        for fname in _file_names(name).values():
-            if prefix + fname in sums:
-                expected[fname] = sums[prefix + fname]
-                used.append(str(sums_path))
-    return expected, (", ".join(sorted(set(used))) or None)
+    return listed_sha256(root, root / name, name, _file_names(name).values())
 
 
 def _aeon_bundled_dir(name: str) -> Path | None:
@@ -175,27 +144,21 @@ def _download_with_aeon(name: str, workdir: Path) -> tuple[Path, str]:
     return folder, url
 
 
-def _copy_verified(src: Path, dest_dir: Path, expected: str | None) -> tuple[Path, str]:
-    """Copy ``src`` to a temp file in ``dest_dir``; check its sha256; return (temp, sha)."""
-    tmp = dest_dir / f".{src.name}.tmp-{uuid.uuid4().hex}"
-    h = hashlib.sha256()
+def _copy_verified(src: Path, tmp: Path, expected: str | None) -> str:
+    """Copy ``src`` to the staged path ``tmp``; check its sha256 and return it."""
+    dest_dir = tmp.parent
     try:
-        with open(src, "rb") as fin, open(tmp, "wb") as fout:
-            for chunk in iter(lambda: fin.read(1 << 20), b""):
-                h.update(chunk)
-                fout.write(chunk)
+        shutil.copyfile(src, tmp)
     except OSError as e:
-        tmp.unlink(missing_ok=True)
         raise DataError(f"{src}: could not copy it to {dest_dir} ({e}).") from e
-    digest = h.hexdigest()
+    digest = sha256_file(tmp)
     if expected is not None and digest != expected:
-        tmp.unlink(missing_ok=True)
         raise DataError(
             f"{src}: sha256 {digest} does not match {expected} listed in the source's "
             f"SHA256SUMS. The file is corrupt or a different version; replace it with a "
             f"good copy (the previous copy in {dest_dir}, if any, was kept)."
         )
-    return tmp, digest
+    return digest
 
 
 # --------------------------------------------------------------------------- fetch
@@ -281,21 +244,13 @@ def fetch_uea(
             root = workdir
 
         expected, sums_used = _expected_sums(root, name)
-        dest.mkdir(parents=True, exist_ok=True)
-        temps: dict[str, Path] = {}
         raw_files: dict[str, str] = {}
-        try:
+        with staging(dest) as staged:
             for fname in names.values():
-                tmp, digest = _copy_verified(src_dir / fname, dest, expected.get(fname))
-                temps[fname] = tmp
+                staged[fname] = staged_path(dest, fname)
+                digest = _copy_verified(src_dir / fname, staged[fname], expected.get(fname))
                 raw_files[f"{name}/{fname}"] = digest
-            # The old provenance no longer describes the folder while files are swapped.
-            (dest / PROVENANCE).unlink(missing_ok=True)
-            for fname, tmp in temps.items():
-                os.replace(tmp, dest / fname)
-        finally:
-            for tmp in temps.values():
-                tmp.unlink(missing_ok=True)
+            install_staged(staged, dest)
     finally:
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -307,7 +262,7 @@ def fetch_uea(
         "raw_files": raw_files,
         "verified_against": sums_used,
         "aeon_version": _aeon_version(),
-        "fetched": datetime.now(UTC).isoformat(timespec="seconds"),
+        "fetched": utc_now(),
     }
     atomic_write_json(dest / PROVENANCE, prov, sort_keys=False)
     return prov
@@ -585,7 +540,7 @@ def prepare_uea(name: str, raw_dir: str | os.PathLike, out_dir: str | os.PathLik
             "std": [float(v) for v in std],
         },
         "prepared_with": __version__,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created": utc_now(),
     }
 
     out_dir.mkdir(parents=True, exist_ok=True)
