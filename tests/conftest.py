@@ -1,5 +1,6 @@
 """Shared fixtures: the repository root, the real UEA files beside it, and temporary
-copies of the project for the tests that run the real `snakemake` and `dvc`."""
+copies of the project for the tests that run the real `snakemake` and `dvc`; and how the
+tests share a machine under pytest-xdist (`make test`: `-n auto --dist loadgroup`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,13 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_UEA = REPO.parent / "shared" / "data" / "uea"
+# pytest-xdist workers share the cores: each worker's torch, and the tools its tests start
+# (they inherit the environment), get an equal share of intra-op threads instead of every
+# worker spinning threads on every core. Set before any test module imports torch.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _share = (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, _share)))
+
 PROJECT_FILES = (
     ".gitignore",
     "Snakefile",
@@ -22,6 +30,25 @@ PROJECT_FILES = (
     "profiles",
     "src",
 )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """A test that uses a module-scoped fixture of its own module (a training run, compiled
+    simulations, prepared datasets) joins that module's xdist group, so that under
+    ``--dist loadgroup`` the fixture is built once, on one worker, not once per worker.
+    Runs before pytest-xdist reads the groups; an explicit ``xdist_group`` is kept."""
+    for item in items:
+        info, module = getattr(item, "_fixtureinfo", None), getattr(item, "module", None)
+        if info is None or module is None or item.get_closest_marker("xdist_group"):
+            continue
+        module = module.__name__
+        if any(
+            d.scope == "module" and getattr(d.func, "__module__", None) == module
+            for defs in info.name2fixturedefs.values()
+            for d in defs
+        ):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
 
 
 @pytest.fixture(scope="session")

@@ -156,6 +156,7 @@ def _tiny(datasets, models, gpu_model=None):
     return edit
 
 
+@pytest.mark.xdist_group("slurm_cluster")  # the test cluster runs one test's jobs at a time
 def test_tiny_suite_runs_through_slurm(tmp_path, slurm):
     """Fetch, prepare and train two runs (one asking for a GPU) as real SLURM jobs."""
     project = make_project(tmp_path / "proj", _tiny(["BasicMotions"], ["MS4N", "MS4"], "MS4N"))
@@ -207,6 +208,7 @@ def test_tiny_suite_runs_through_slurm(tmp_path, slurm):
     assert "Nothing to be done" in again.stdout + again.stderr, again.stdout + again.stderr
 
 
+@pytest.mark.xdist_group("slurm_cluster")  # the test cluster runs one test's jobs at a time
 def test_failing_run_in_a_group_loses_no_record(tmp_path, slurm):
     """A group job whose first run crashes (a corrupt dataset): the other run still trains,
     the retried group keeps its record instead of training it again, and no record is lost."""
