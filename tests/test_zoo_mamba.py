@@ -17,6 +17,8 @@ from ssmbench.models.mamba import (
     Mamba1Mixer,
     Mamba2Classifier,
     Mamba2Mixer,
+)
+from ssmbench.models.mamba_scan import (
     fused_available,
     linear_scan,
     selective_scan,

@@ -63,6 +63,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from .frame import MeanOverSteps, SequenceClassifier
+
 __all__ = ["FCNClassifier"]
 
 
@@ -74,11 +76,12 @@ def _block(c_in: int, c_out: int, kernel_size: int) -> nn.Sequential:
     )
 
 
-class FCNClassifier(nn.Module):
-    """Wang et al. (2017) FCN: conv blocks F/2F/F with kernels 8/5/3, GAP, linear output."""
+class FCNClassifier(SequenceClassifier):
+    """Wang et al. (2017) FCN: conv blocks F/2F/F with kernels 8/5/3, GAP, linear output.
 
-    #: hyperparameters accepted from params.yaml and their types
-    HYPERPARAMS: dict[str, type] = {"n_filters": int}
+    Its head is the single softmax layer of Wang et al. (Linear(F, K)), not the frame's
+    Linear-GELU-Linear head."""
+
     #: where this model does not reproduce the MS4N paper's Table 4 within 5%, and why
     #: (tests/test_table4.py allows exactly these; ``ssmbench complexity --table4`` shows them)
     TABLE4_GAPS = {
@@ -99,10 +102,8 @@ class FCNClassifier(nn.Module):
         length: int | None = None,
         n_filters: int = 128,
     ) -> None:
-        super().__init__()
-        self.n_channels = n_channels
-        self.n_classes = n_classes
-        self.length = length
+        super().__init__(n_channels, n_classes, length)
+        self.global_pool = MeanOverSteps(channels_first=True)
         F = n_filters
         self.features = nn.Sequential(
             _block(n_channels, F, 8),  # (B, F, L)
@@ -113,4 +114,4 @@ class FCNClassifier(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.features(x)  # (B, F, L)
-        return self.head(x.mean(dim=-1))  # (B, K)
+        return self.readout(x.transpose(-1, -2))  # (B, K)

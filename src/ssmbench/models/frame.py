@@ -9,7 +9,7 @@ pass with ``self.readout(features)`` on channels-last features (B, L, d) (a fami
 computes (B, d, L) passes the transposed view and pools with
 ``MeanOverSteps(channels_first=True)``):
 
-* pooled: ``head(pool(features))`` -> (B, K), ``pool`` the mean over the L steps;
+* pooled: ``head(global_pool(features))`` -> (B, K), the mean over the L steps;
 * ``per_step=True``: ``head(features)`` -> (B, L, K), one output per step (the families whose
   constructor takes ``per_step``: ``SUPPORTS_PER_STEP``).
 
@@ -108,10 +108,10 @@ class SequenceClassifier(nn.Module):
         self.n_classes = n_classes
         self.length = length
         self.per_step = per_step
-        self.pool: nn.Module = MeanOverSteps()
+        self.global_pool: nn.Module = MeanOverSteps()
 
     def readout(self, features: torch.Tensor) -> torch.Tensor:
         """Channels-last features (B, L, d) -> (B, K) pooled, or (B, L, K) per step."""
         if self.per_step:
             return self.head(features)
-        return self.head(self.pool(features))
+        return self.head(self.global_pool(features))

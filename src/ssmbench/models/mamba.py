@@ -1,4 +1,6 @@
-"""Mamba1 (selective SSM, S6) and Mamba2 (SSD) classifiers, with pure-PyTorch parallel scans.
+"""Mamba1 (selective SSM, S6) and Mamba2 (SSD): the mixers, their MAC counts and the classifiers.
+
+The scans the mixers run (pure PyTorch, or mamba_ssm's fused kernels) are in ``mamba_scan.py``.
 
 Sources
 -------
@@ -12,10 +14,6 @@ Sources
   (the chunked SSD algorithm, the paper's Listing 1), ``mamba_ssm/ops/triton/ssd_combined.py``
   (``mamba_chunk_scan_combined``, the fused kernel used on CUDA) and
   ``mamba_ssm/ops/triton/layernorm_gated.py`` (``rms_norm_ref``: the gated RMSNorm).
-* Parallel prefix scan: Blelloch (1990), "Prefix sums and their applications" (CMU-CS-90-190):
-  the linear recurrence h_t = a_t h_{t-1} + b_t is a scan under the associative operator
-  (a1, b1) . (a2, b2) = (a2 a1, a2 b1 + b2), computed here by the work-efficient recursive
-  odd-even form (``linear_scan``).
 * Sizes: the MS4N paper ("A Simple State Space Model Excels at Multivariate Time Series
   Classification"), Table 4 (params and MMac per MONSTER domain, Mamba1 and Mamba2 columns)
   and the UEA averages quoted in its section 5.2. The facts and figures above were taken from
@@ -136,41 +134,19 @@ Choices and deviations
 * No MixerModel ``_init_weights`` (its out_proj rescaling by sqrt(n_layer) and zero
   Linear biases): not part of the ``Mamba``/``Mamba2`` modules themselves; every
   Linear/Conv1d keeps torch's default init except dt_proj (reference init above).
-* Pure PyTorch scans (``selective_scan``, ``ssd_scan``) are used on CPU, on the meta device
-  and on CUDA when ``mamba_ssm`` is not importable; with ``mamba_ssm`` and CUDA tensors the
-  fused ``selective_scan_fn`` / ``mamba_chunk_scan_combined`` replace only the scan (the
-  projections, convolution and gated norm stay in PyTorch; the reference fuses them too,
-  same arithmetic). Set ``use_fused = False`` on a mixer to force the pure path.
-* ``selective_scan``: the sequence is cut into chunks of ``chunk_size`` steps (default 64);
-  each chunk is one parallel scan (``linear_scan``: log2(T) levels of vectorised ops, O(T)
-  work, every intermediate a product of decays <= 1, so no overflow) with the previous
-  chunk's last state folded into its first element; chunks follow one another (L / T Python
-  iterations, not L). When gradients are needed each chunk runs under
-  ``torch.utils.checkpoint`` (recomputed in the backward pass), so memory holds one chunk's
-  (T, B, E, N) states instead of the (B, E, L, N) of ``selective_scan_ref``. The scan runs
-  time-first, (T, B, E, N), so that each of its steps touches contiguous blocks.
-* ``ssd_scan``: the SSD chunked algorithm of ``ssd_minimal.py`` for all chunks at once, with
-  two changes: (a) within a chunk the decay exp(sum_{s<r<=t} a_r) is formed from the
-  difference of cumulative sums, as the Triton kernel ``ssd_chunk_scan.py`` does (the
-  minimal version's repeated masked cumsum needs a (T, T) copy per element; both are exact
-  in exact arithmetic), and (b) the inter-chunk recurrence is the parallel ``linear_scan``
-  over chunks instead of the (c+1) x (c+1) decay matrix (O(c) instead of O(c^2) work, which
-  matters for AudioMNIST's 750 chunks). ``ngroups`` > 1 assigns heads to groups as the
-  reference does (head i uses group i // (h / g)); the minimal version supports g = 1 only.
-  The fused kernel uses the same ``chunk_size`` (default 64; the reference default is 256,
-  the chunk size changes float rounding only).
 * Dropout is element-wise ``nn.Dropout`` after the GELU (default 0: identity).
 """
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint
+
+from .frame import ClassifierHead, CountedMeanOverSteps, SequenceClassifier, optional_dropout
+from .mamba_scan import fused_chunk_scan, fused_selective_scan, selective_scan, ssd_scan
 
 __all__ = [
     "MODEL_ENTRIES",
@@ -178,14 +154,8 @@ __all__ = [
     "Mamba1Mixer",
     "Mamba2Classifier",
     "Mamba2Mixer",
-    "fused_available",
-    "linear_scan",
     "mamba1_mixer_macs",
     "mamba2_mixer_macs",
-    "selective_scan",
-    "selective_scan_recurrence",
-    "ssd_recurrence",
-    "ssd_scan",
 ]
 
 #: the params.yaml ``models:`` entries that reproduce the MS4N paper's Table 4
@@ -213,253 +183,6 @@ MODEL_ENTRIES: dict[str, dict] = {
 }
 
 _DT_MIN, _DT_MAX, _DT_INIT_FLOOR = 1e-3, 1e-1, 1e-4
-
-
-# --- fused kernels (optional) ----------------------------------------------------------------
-
-
-@functools.cache
-def _fused_selective_scan():
-    """mamba_ssm's CUDA ``selective_scan_fn``, or None when mamba_ssm is not importable."""
-    try:
-        from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
-    except Exception:  # ImportError, or a broken CUDA extension
-        return None
-    return selective_scan_fn
-
-
-@functools.cache
-def _fused_chunk_scan():
-    """mamba_ssm's Triton ``mamba_chunk_scan_combined``, or None when not importable."""
-    try:
-        from mamba_ssm.ops.triton.ssd_combined import mamba_chunk_scan_combined
-    except Exception:
-        return None
-    return mamba_chunk_scan_combined
-
-
-def fused_available() -> bool:
-    """Whether both fused mamba_ssm kernels can be imported (they also need CUDA tensors)."""
-    return _fused_selective_scan() is not None and _fused_chunk_scan() is not None
-
-
-# --- scans -----------------------------------------------------------------------------------
-
-
-def _scan_dim0(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """``linear_scan`` along dim 0 (odd-even recursion; see ``linear_scan``)."""
-    T = b.size(0)
-    if T == 1:
-        return b
-    m = T // 2
-    a_even, a_odd = a[0 : 2 * m : 2], a[1 : 2 * m : 2]
-    # steps 2k and 2k+1 composed: h_{2k+1} = (a_{2k+1} a_{2k}) h_{2k-1}
-    #                                         + (a_{2k+1} b_{2k} + b_{2k+1})
-    h_odd = _scan_dim0(a_odd * a_even, torch.addcmul(b[1 : 2 * m : 2], a_odd, b[0 : 2 * m : 2]))
-    # h_0 = b_0 and h_{2k} = a_{2k} h_{2k-1} + b_{2k}
-    h_even = torch.cat([b[:1], torch.addcmul(b[2::2], a[2::2], h_odd[: (T - 1) // 2])])
-    pairs = torch.stack([h_even[:m], h_odd], dim=1).flatten(0, 1)  # h_0, h_1, ..., h_{2m-1}
-    return pairs if T % 2 == 0 else torch.cat([pairs, h_even[m:]])
-
-
-def linear_scan(a: torch.Tensor, b: torch.Tensor, dim: int = 0) -> torch.Tensor:
-    """All states of h_t = a_t h_{t-1} + b_t, h_{-1} = 0, along axis ``dim`` (a parallel scan).
-
-    ``a`` broadcasts against ``b`` except on the scanned axis, where both have T entries.
-    Work-efficient scan in the recursive odd-even form of Blelloch's algorithm: compose
-    neighbouring steps pairwise, (a1, b1) . (a2, b2) = (a2 a1, a2 b1 + b2), scan the
-    half-length sequence recursively (its results are the states at odd positions), then
-    fill in the even positions with one more step. log2(T) levels of vectorised ops and
-    O(T) work (a Hillis-Steele scan does O(T log T) and ran ~10x slower on CPU). Every
-    product of ``a`` factors is formed by multiplication, so decays in [0, 1] never
-    overflow. Exact up to float rounding (the tests compare it with the loop).
-    """
-    if dim in (0, -b.dim()):
-        return _scan_dim0(a, b)
-    return _scan_dim0(a.movedim(dim, 0), b.movedim(dim, 0)).movedim(0, dim)
-
-
-def _selective_scan_chunk(
-    u: torch.Tensor,
-    delta: torch.Tensor,
-    A: torch.Tensor,
-    B: torch.Tensor,
-    C: torch.Tensor,
-    h0: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """One chunk of the selective scan, time first: u, delta (T, b, E); A (E, N);
-    B, C (T, b, N); h0 (b, E, N) the state before the chunk. Returns y (T, b, E) and the
-    state after the chunk's last step."""
-    dA = torch.exp(delta.unsqueeze(-1) * A)  # (T, b, E, N)
-    dBu = (delta * u).unsqueeze(-1) * B.unsqueeze(2)  # (T, b, E, N)
-    first = torch.addcmul(dBu[:1], dA[:1], h0)  # fold h0 into step 0
-    h = linear_scan(dA, torch.cat([first, dBu[1:]]), dim=0)  # (T, b, E, N)
-    y = torch.matmul(h, C.unsqueeze(-1)).squeeze(-1)  # (T, b, E): <C_t, h_t>
-    return y, h[-1]
-
-
-def selective_scan(
-    u: torch.Tensor,
-    delta: torch.Tensor,
-    A: torch.Tensor,
-    B: torch.Tensor,
-    C: torch.Tensor,
-    D: torch.Tensor | None = None,
-    z: torch.Tensor | None = None,
-    delta_bias: torch.Tensor | None = None,
-    delta_softplus: bool = False,
-    chunk_size: int = 64,
-) -> torch.Tensor:
-    """Mamba1's selective scan (the semantics of mamba_ssm's ``selective_scan_ref``).
-
-    u, delta: (b, E, L); A: (E, N); B, C: (b, N, L); D: (E); z: (b, E, L); delta_bias: (E).
-    Returns (b, E, L): y_t = <C_t, h_t> + D u_t, times SiLU(z_t) when z is given, where
-    h_t = exp(delta_t A) h_{t-1} + delta_t B_t u_t. Chunked parallel scan (module docstring).
-    """
-    if delta_bias is not None:
-        delta = delta + delta_bias.unsqueeze(-1)
-    if delta_softplus:
-        delta = F.softplus(delta)
-    bsz, d_inner, L = u.shape
-    h = u.new_zeros(bsz, d_inner, A.size(-1))  # (b, E, N)
-    save_memory = torch.is_grad_enabled() and any(t.requires_grad for t in (u, delta, A, B, C))
-    # time-first copies (L, b, .) so that every step of the scan is one contiguous block
-    u_t, delta_t = u.permute(2, 0, 1).contiguous(), delta.permute(2, 0, 1).contiguous()
-    B_t, C_t = B.permute(2, 0, 1).contiguous(), C.permute(2, 0, 1).contiguous()
-    # On the meta device (shapes only, e.g. complexity.mmac) one chunk costs no memory.
-    step = L if u.device.type == "meta" else chunk_size
-    ys = []
-    for start in range(0, L, step):
-        stop = min(start + step, L)
-        args = (u_t[start:stop], delta_t[start:stop], A, B_t[start:stop], C_t[start:stop], h)
-        if save_memory:
-            y, h = checkpoint(_selective_scan_chunk, *args, use_reentrant=False)
-        else:
-            y, h = _selective_scan_chunk(*args)
-        ys.append(y)
-    y = (torch.cat(ys) if len(ys) > 1 else ys[0]).permute(1, 2, 0)  # (b, E, L)
-    if D is not None:
-        y = y + u * D.unsqueeze(-1)
-    if z is not None:
-        y = y * F.silu(z)
-    return y
-
-
-def selective_scan_recurrence(
-    u: torch.Tensor,
-    delta: torch.Tensor,
-    A: torch.Tensor,
-    B: torch.Tensor,
-    C: torch.Tensor,
-    D: torch.Tensor | None = None,
-    z: torch.Tensor | None = None,
-    delta_bias: torch.Tensor | None = None,
-    delta_softplus: bool = False,
-) -> torch.Tensor:
-    """Step-by-step (Python loop over time) evaluation of ``selective_scan``: the tests'
-    independent reference. Same arguments and shapes."""
-    if delta_bias is not None:
-        delta = delta + delta_bias.unsqueeze(-1)
-    if delta_softplus:
-        delta = F.softplus(delta)
-    bsz, d_inner, L = u.shape
-    h = u.new_zeros(bsz, d_inner, A.size(-1))  # (b, E, N)
-    ys = []
-    for t in range(L):
-        dA = torch.exp(delta[..., t, None] * A)  # (b, E, N)
-        h = dA * h + (delta[..., t] * u[..., t]).unsqueeze(-1) * B[:, None, :, t]
-        ys.append((h * C[:, None, :, t]).sum(-1))  # (b, E)
-    y = torch.stack(ys, dim=-1)
-    if D is not None:
-        y = y + u * D.unsqueeze(-1)
-    if z is not None:
-        y = y * F.silu(z)
-    return y
-
-
-def ssd_scan(
-    x: torch.Tensor,
-    dt: torch.Tensor,
-    A: torch.Tensor,
-    B: torch.Tensor,
-    C: torch.Tensor,
-    D: torch.Tensor | None = None,
-    chunk_size: int = 64,
-) -> torch.Tensor:
-    """Mamba2's SSD by chunks (the semantics of mamba_ssm's ``mamba_chunk_scan_combined`` with
-    dt already positive, i.e. after softplus(dt + dt_bias)).
-
-    x: (b, L, h, P); dt: (b, L, h); A: (h) (negative); B, C: (b, L, g, N); D: (h).
-    Returns y (b, L, h, P): per head H_t = exp(dt_t A) H_{t-1} + dt_t x_t B_t^T,
-    y_t = H_t C_t + D x_t.
-    """
-    b, L, h, P = x.shape
-    g, N = B.shape[-2:]
-    r = h // g  # heads per group
-    T = min(chunk_size, L)
-    c = -(-L // T)
-    pad = c * T - L
-    xs, dts, Bs, Cs = x, dt, B, C
-    if pad:  # dt = 0 and x = 0 on the padding: no decay, no input; outputs sliced off
-        xs, dts, Bs, Cs = (F.pad(t, (0, 0) * (t.dim() - 2) + (0, pad)) for t in (x, dt, B, C))
-    xc = xs.reshape(b, c, T, g, r, P)
-    dtc = dts.reshape(b, c, T, g, r)
-    Bc = Bs.reshape(b, c, T, g, N)
-    Cc = Cs.reshape(b, c, T, g, N)
-
-    a = (dtc * A.reshape(g, r)).permute(0, 3, 4, 1, 2)  # (b, g, r, c, T) log-decay per step
-    a_cs = torch.cumsum(a, dim=-1)  # (b, g, r, c, T)
-    xdt = xc * dtc.unsqueeze(-1)  # (b, c, T, g, r, P)
-
-    # 1. within chunks: y_t += sum_{s<=t} (C_t . B_s) exp(a_cs[t] - a_cs[s]) dt_s x_s
-    causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-    seg = (a_cs.unsqueeze(-1) - a_cs.unsqueeze(-2)).masked_fill(~causal, -math.inf)
-    decay = torch.exp(seg)  # (b, g, r, c, T(t), T(s)), zero above the diagonal
-    CB = torch.einsum("bctgn,bcsgn->bgcts", Cc, Bc)  # (b, g, c, T, T)
-    scores = decay * CB.unsqueeze(2)  # (b, g, r, c, T, T)
-    y_diag = torch.einsum("bgrcts,bcsgrp->bctgrp", scores, xdt)
-
-    # 2. each chunk's contribution to the state at its end
-    decay_to_end = torch.exp(a_cs[..., -1:] - a_cs)  # (b, g, r, c, T)
-    states = torch.einsum("bctgn,bgrct,bctgrp->bgrpnc", Bc, decay_to_end, xdt)
-
-    # 3. state passing across chunks: H_end[c] = exp(a_total[c]) H_end[c-1] + states[c]
-    chunk_decay = torch.exp(a_cs[..., -1])[:, :, :, None, None, :]  # (b, g, r, 1, 1, c)
-    h_end = linear_scan(chunk_decay, states, dim=-1)  # (b, g, r, P, N, c)
-    h_start = torch.cat([torch.zeros_like(h_end[..., :1]), h_end[..., :-1]], dim=-1)
-
-    # 4. state at the chunk start -> outputs: y_t += exp(a_cs[t]) C_t . H_start
-    y_off = torch.einsum("bctgn,bgrpnc,bgrct->bctgrp", Cc, h_start, torch.exp(a_cs))
-
-    y = (y_diag + y_off).reshape(b, c * T, h, P)[:, :L]
-    if D is not None:
-        y = y + x * D.reshape(h, 1)
-    return y
-
-
-def ssd_recurrence(
-    x: torch.Tensor,
-    dt: torch.Tensor,
-    A: torch.Tensor,
-    B: torch.Tensor,
-    C: torch.Tensor,
-    D: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """Step-by-step evaluation of ``ssd_scan`` (the tests' reference). Same shapes."""
-    b, L, h, P = x.shape
-    g, N = B.shape[-2:]
-    Bh = B.repeat_interleave(h // g, dim=2)  # (b, L, h, N)
-    Ch = C.repeat_interleave(h // g, dim=2)
-    H = x.new_zeros(b, h, P, N)
-    ys = []
-    for t in range(L):
-        dA = torch.exp(dt[:, t] * A)[..., None, None]  # (b, h, 1, 1)
-        H = dA * H + (dt[:, t, :, None] * x[:, t]).unsqueeze(-1) * Bh[:, t, :, None, :]
-        ys.append((H * Ch[:, t, :, None, :]).sum(-1))  # (b, h, P)
-    y = torch.stack(ys, dim=1)
-    if D is not None:
-        y = y + x * D.reshape(h, 1)
-    return y
 
 
 # --- MAC counts ("full" convention) ----------------------------------------------------------
@@ -599,7 +322,7 @@ class Mamba1Mixer(nn.Module):
         Bt = Bt.transpose(1, 2).contiguous()  # (B, N, L)
         Ct = Ct.transpose(1, 2).contiguous()  # (B, N, L)
         A = -torch.exp(self.A_log.float())  # (E, N)
-        fused = _fused_selective_scan() if (self.use_fused and x.is_cuda) else None
+        fused = fused_selective_scan() if (self.use_fused and x.is_cuda) else None
         if fused is not None:
             y = fused(
                 u.contiguous(),
@@ -689,7 +412,7 @@ class Mamba2Mixer(nn.Module):
         Bt = Bt.reshape(Bsz, L, g, N)
         Ct = Ct.reshape(Bsz, L, g, N)
         A = -torch.exp(self.A_log.float())  # (h)
-        fused = _fused_chunk_scan() if (self.use_fused and x.is_cuda) else None
+        fused = fused_chunk_scan() if (self.use_fused and x.is_cuda) else None
         if fused is not None:
             y = fused(
                 xs.contiguous(),
@@ -736,66 +459,40 @@ class Mamba2Mixer(nn.Module):
 # --- classifiers -----------------------------------------------------------------------------
 
 
-class _MambaClassifier(nn.Module):
-    """Input Linear(C, d), n_layers x (mixer, GELU, dropout), average pool, MLP head."""
+class _MambaClassifier(SequenceClassifier):
+    """Input Linear(C, d), n_layers x (mixer, GELU, dropout), average pool, MLP head.
 
-    SUPPORTS_PER_STEP = True
+    The pool is the ptflops-counted ``nn.AdaptiveAvgPool1d`` (part of the published MMac)."""
+
     #: small hyperparameters for the contract tests (tests/test_model_contract.py)
     TEST_PARAMS = {"d_model": 8, "d_state": 8}
 
-    def __init__(
+    def _build(
         self,
-        n_channels: int,
-        n_classes: int,
-        length: int | None,
+        mixers: list[nn.Module],
         d_model: int,
-        n_layers: int,
         dropout: float,
         residual: bool,
-        per_step: bool,
-        mixers: list[nn.Module],
     ) -> None:
-        super().__init__()
-        self.n_channels = n_channels
-        self.n_classes = n_classes
-        self.length = length
-        self.per_step = per_step
+        """The layers around the mixers, built after them (the order of the initial draws)."""
         self.residual = residual
-        self.input_proj = nn.Linear(n_channels, d_model)
+        self.input_proj = nn.Linear(self.n_channels, d_model)
         self.mixers = nn.ModuleList(mixers)
         self.activation = nn.GELU()
-        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
-        self.pool = nn.AdaptiveAvgPool1d(1)
-        self.head = nn.Sequential(
-            nn.Linear(d_model, d_model), nn.GELU(), nn.Linear(d_model, n_classes)
-        )
+        self.dropout = optional_dropout(dropout)
+        self.global_pool = CountedMeanOverSteps()
+        self.head = ClassifierHead(d_model, d_model, self.n_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.input_proj(x.transpose(-1, -2))  # (B, C, L) -> (B, L, d)
         for mixer in self.mixers:
             y = self.dropout(self.activation(mixer(x)))  # (B, L, d)
             x = x + y if self.residual else y
-        if self.per_step:
-            return self.head(x)  # (B, L, K)
-        x = self.pool(x.transpose(-1, -2)).squeeze(-1)  # (B, d)
-        return self.head(x)  # (B, K)
+        return self.readout(x)  # (B, K), or (B, L, K) per step
 
 
 class Mamba1Classifier(_MambaClassifier):
     """Mamba1 classifier (defaults: the MS4N paper's Table 4 configuration)."""
-
-    #: hyperparameters accepted from params.yaml and their types
-    HYPERPARAMS: dict[str, type] = {
-        "d_model": int,
-        "d_state": int,
-        "d_conv": int,
-        "expand": int,
-        "dt_rank": int,
-        "n_layers": int,
-        "chunk_size": int,
-        "dropout": float,
-        "residual": bool,
-    }
 
     def __init__(
         self,
@@ -813,30 +510,16 @@ class Mamba1Classifier(_MambaClassifier):
         residual: bool = False,
         per_step: bool = False,
     ) -> None:
+        super().__init__(n_channels, n_classes, length, per_step)
         mixers = [
             Mamba1Mixer(d_model, d_state, d_conv, expand, dt_rank, chunk_size)
             for _ in range(n_layers)
         ]
-        super().__init__(
-            n_channels, n_classes, length, d_model, n_layers, dropout, residual, per_step, mixers
-        )
+        self._build(mixers, d_model, dropout, residual)
 
 
 class Mamba2Classifier(_MambaClassifier):
     """Mamba2 classifier (defaults: the MS4N paper's Table 4 configuration)."""
-
-    HYPERPARAMS: dict[str, type] = {
-        "d_model": int,
-        "d_state": int,
-        "d_conv": int,
-        "expand": int,
-        "headdim": int,
-        "ngroups": int,
-        "n_layers": int,
-        "chunk_size": int,
-        "dropout": float,
-        "residual": bool,
-    }
 
     def __init__(
         self,
@@ -855,10 +538,9 @@ class Mamba2Classifier(_MambaClassifier):
         residual: bool = False,
         per_step: bool = False,
     ) -> None:
+        super().__init__(n_channels, n_classes, length, per_step)
         mixers = [
             Mamba2Mixer(d_model, d_state, d_conv, expand, headdim, ngroups, chunk_size)
             for _ in range(n_layers)
         ]
-        super().__init__(
-            n_channels, n_classes, length, d_model, n_layers, dropout, residual, per_step, mixers
-        )
+        self._build(mixers, d_model, dropout, residual)

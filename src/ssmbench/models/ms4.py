@@ -151,7 +151,7 @@ class S4DClassifier(SequenceClassifier):
     ) -> None:
         super().__init__(n_channels, n_classes, length, per_step)
         self.ssm = S4DLayer(n_channels, d_state, dropout)  # H = C
-        self.pool = MeanOverSteps(channels_first=True)
+        self.global_pool = MeanOverSteps(channels_first=True)
         self.head = ClassifierHead(n_channels, self.HEAD_WIDTH, n_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -73,6 +73,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from .frame import ClassifierHead, SequenceClassifier
+
 __all__ = ["GRUClassifier", "LSTMClassifier", "RecurrentClassifier", "rnn_step_macs"]
 
 
@@ -132,18 +134,10 @@ class _MetaSafeLSTM(_MetaSafeRNNMixin, nn.LSTM):
     pass
 
 
-class RecurrentClassifier(nn.Module):
+class RecurrentClassifier(SequenceClassifier):
     """Linear(C, H) -> GRU/LSTM (n_layers, width H) -> LayerNorm -> mean over L -> MLP head."""
 
     CELL: type[nn.RNNBase] = _MetaSafeGRU
-    #: hyperparameters accepted from params.yaml and their types
-    HYPERPARAMS: dict[str, type] = {
-        "d_model": int,
-        "n_layers": int,
-        "head_dim": int,
-        "layer_norm": bool,
-        "dropout": float,
-    }
     #: small hyperparameters for the contract tests
     TEST_PARAMS = {"d_model": 8, "head_dim": 4}
 
@@ -158,28 +152,20 @@ class RecurrentClassifier(nn.Module):
         layer_norm: bool = True,
         dropout: float = 0.0,
     ) -> None:
-        super().__init__()
-        self.n_channels = n_channels
-        self.n_classes = n_classes
-        self.length = length  # not needed: the recurrence runs over any L
+        super().__init__(n_channels, n_classes, length)  # any L: the recurrence needs none
         H = d_model
         self.input_proj = nn.Linear(n_channels, H)
         self.rnn = self.CELL(
             H, H, num_layers=n_layers, batch_first=True, dropout=dropout if n_layers > 1 else 0.0
         )
         self.norm = nn.LayerNorm(H) if layer_norm else nn.Identity()
-        self.head = nn.Sequential(
-            nn.Linear(H, head_dim),
-            nn.GELU(),
-            nn.Dropout(dropout) if dropout > 0 else nn.Identity(),
-            nn.Linear(head_dim, n_classes),
-        )
+        self.head = ClassifierHead(H, head_dim, n_classes, dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.input_proj(x.transpose(-1, -2))  # (B, C, L) -> (B, L, H)
         x, _ = self.rnn(x)  # (B, L, H)
         x = self.norm(x)  # (B, L, H)
-        return self.head(x.mean(dim=1))  # (B, H) -> (B, K)
+        return self.readout(x)  # (B, H) -> (B, K)
 
 
 class GRUClassifier(RecurrentClassifier):

@@ -170,6 +170,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .frame import ClassifierHead, SequenceClassifier
+
 __all__ = [
     "AttentionLayer",
     "DistilConv",
@@ -178,7 +180,6 @@ __all__ = [
     "GELUActivation",
     "ITransformerClassifier",
     "InformerClassifier",
-    "MLPHead",
     "ProbSparseAttention",
     "TokenEmbedding",
     "TransformerClassifier",
@@ -366,32 +367,10 @@ class DistilConv(nn.Module):
         return self.pool(y).transpose(1, 2)
 
 
-class MLPHead(nn.Module):
-    """Linear(d, d) -> GELU -> dropout -> Linear(d, K) on the pooled (B, d)."""
+class _EncoderClassifier(SequenceClassifier):
+    """Shared parts: encoder layers, final LayerNorm; the frame's mean over the tokens and
+    Linear(d, d) -> GELU -> dropout -> Linear(d, K) head."""
 
-    def __init__(self, d_model: int, n_classes: int, dropout: float) -> None:
-        super().__init__()
-        self.net = nn.Sequential(
-            nn.Linear(d_model, d_model),
-            nn.GELU(),
-            nn.Dropout(dropout),
-            nn.Linear(d_model, n_classes),
-        )
-
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return self.net(z)
-
-
-class _EncoderClassifier(nn.Module):
-    """Shared parts: encoder layers, final LayerNorm, mean pooling over tokens, head."""
-
-    HYPERPARAMS: dict[str, type] = {
-        "d_model": int,
-        "n_heads": int,
-        "e_layers": int,
-        "d_ff": int,
-        "dropout": float,
-    }
     #: small hyperparameters for the contract tests (tests/test_model_contract.py)
     TEST_PARAMS = {"d_model": 16, "n_heads": 2, "d_ff": 32}
 
@@ -430,17 +409,14 @@ class _TemporalTransformer(_EncoderClassifier):
         d_ff: int,
         dropout: float,
     ) -> None:
-        super().__init__()
-        self.n_channels = n_channels
-        self.n_classes = n_classes
-        self.length = length
+        super().__init__(n_channels, n_classes, length)
         self.d_model = d_model
         self.embedding = TokenEmbedding(n_channels, d_model)
         table = sinusoidal_table(length or 1, d_model)
         self.register_buffer("positions", table, persistent=False)  # (L, d)
         self.embed_dropout = nn.Dropout(dropout)
         self._build_encoder(attention, d_model, n_heads, e_layers, d_ff, dropout)
-        self.head = MLPHead(d_model, n_classes, dropout)
+        self.head = ClassifierHead(d_model, d_model, n_classes, dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         L = x.shape[-1]
@@ -450,7 +426,7 @@ class _TemporalTransformer(_EncoderClassifier):
             pos = sinusoidal_table(L, self.d_model, device=x.device, dtype=x.dtype)
         z = self.embed_dropout(self.embedding(x) + pos)  # (B, L, d)
         z = self._encode(z)  # (B, L', d)
-        return self.head(z.mean(dim=1))  # (B, K)
+        return self.readout(z)  # (B, K)
 
 
 class TransformerClassifier(_TemporalTransformer):
@@ -482,12 +458,6 @@ class TransformerClassifier(_TemporalTransformer):
 
 class InformerClassifier(_TemporalTransformer):
     """Informer encoder classifier: ProbSparse attention, optional distilling."""
-
-    HYPERPARAMS: dict[str, type] = {
-        **_EncoderClassifier.HYPERPARAMS,
-        "factor": int,
-        "distil": bool,
-    }
 
     def __init__(
         self,
@@ -532,18 +502,15 @@ class ITransformerClassifier(_EncoderClassifier):
         d_ff: int = 512,
         dropout: float = 0.1,
     ) -> None:
-        super().__init__()
+        super().__init__(n_channels, n_classes, length)
         if length is None:
             raise ValueError("iTransformer needs the series length (its embedding is Linear(L, d))")
-        self.n_channels = n_channels
-        self.n_classes = n_classes
-        self.length = length
         self.embedding = nn.Linear(length, d_model)
         self.embed_dropout = nn.Dropout(dropout)
         self._build_encoder(
             lambda: FullAttention(dropout), d_model, n_heads, e_layers, d_ff, dropout
         )
-        self.head = MLPHead(d_model, n_classes, dropout)
+        self.head = ClassifierHead(d_model, d_model, n_classes, dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.length:
@@ -553,4 +520,4 @@ class ITransformerClassifier(_EncoderClassifier):
             )
         z = self.embed_dropout(self.embedding(x))  # (B, C, d): one token per variate
         z = self._encode(z)  # (B, C, d)
-        return self.head(z.mean(dim=1))  # (B, K)
+        return self.readout(z)  # (B, K)
