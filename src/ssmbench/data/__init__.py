@@ -3,11 +3,16 @@
 * :mod:`ssmbench.data.catalog` — what is known about each dataset (domain, shape, size).
 * :mod:`ssmbench.data.sources` — fetch / prepare / pre-flight check, by benchmark source.
 * :mod:`ssmbench.data.uea` — the UEA archive: :func:`fetch_uea`, :func:`prepare_uea`.
-* :mod:`ssmbench.data.monster` — MONSTER from the Hugging Face Hub or a local copy.
+* :mod:`ssmbench.data.monster` — MONSTER from the Hugging Face Hub or a local copy
+  (its chunked ``.npy`` reader/writer: :mod:`ssmbench.data.npy_chunks`).
+* :mod:`ssmbench.data.physiome` — Physiome-ODE, generated with myokit or from Zenodo.
 * :mod:`ssmbench.data.fading_flash` — TIDES' Fading Flash task, generated.
 * :mod:`ssmbench.data.drop_rate` — drop-rate variants of a prepared dataset (TIDES).
 * :mod:`ssmbench.data.store` — the prepared format (``docs/contracts.md``):
   :class:`PreparedDataset` and :func:`stratified_validation_split`.
+* Shared by the sources: :mod:`ssmbench.data.download` (verified, resumable download, safe
+  extraction, stage-then-replace install), :mod:`ssmbench.data.checksums` (the file
+  hasher, ``SHA256SUMS``), :mod:`ssmbench.data.provenance` (``provenance.json``).
 """
 
 from ssmbench.data.catalog import UEA_DATASETS, known_datasets
