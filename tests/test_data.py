@@ -1,4 +1,5 @@
-"""ssmbench.data: fetch, prepare and open UEA datasets, on real data.
+"""ssmbench.data: fetch, prepare and open UEA datasets, on real data; the checksums and the
+staged install that every source shares.
 
 aeon ships BasicMotions and JapaneseVowels, so most tests run anywhere (offline).
 The RacketSports test needs ../shared/data/uea (the `shared_uea` fixture of conftest.py).
@@ -320,6 +321,62 @@ def test_checksum_mismatch_keeps_previous_copy(tmp_path):
 
     assert {f.name: _sha(f) for f in (raw / name).iterdir()} == kept
     assert fetch_uea(name, raw, archive_dir=good, download=False) == prov
+
+
+# ------------------------------------------------------------------ checksums and install
+def test_file_digests_in_one_pass(tmp_path):
+    from ssmbench.data.checksums import GIT_BLOB_SHA1, file_digests
+
+    path = tmp_path / "f.bin"
+    data = np.random.default_rng(0).bytes(3 << 20)
+    path.write_bytes(data)
+    got = file_digests(path, ("md5", "sha256", GIT_BLOB_SHA1))
+    git = subprocess.run(["git", "hash-object", str(path)], capture_output=True, text=True)
+    assert got == {
+        "md5": hashlib.md5(data).hexdigest(),
+        "sha256": hashlib.sha256(data).hexdigest(),
+        GIT_BLOB_SHA1: git.stdout.strip(),
+    }
+
+
+def test_sha256sums_reader_and_lookup(tmp_path):
+    from ssmbench.data.checksums import listed_sha256, read_sha256sums
+
+    a, b = "a" * 64, "B" * 64
+    (tmp_path / "Set").mkdir()
+    (tmp_path / "SHA256SUMS").write_text(f"# comment\n{a}  Set/x.ts\n{a} *./Set/y.ts\n")
+    (tmp_path / "Set" / "SHA256SUMS").write_text(f"{b}  y.ts\n")
+    assert read_sha256sums(tmp_path / "SHA256SUMS") == {"Set/x.ts": a, "Set/y.ts": a}
+    expected, used = listed_sha256(tmp_path, tmp_path / "Set", "Set", ["x.ts", "y.ts", "z.ts"])
+    assert expected == {"x.ts": a, "y.ts": b.lower()}  # the dataset folder's list wins
+    assert used == f"{tmp_path / 'SHA256SUMS'}, {tmp_path / 'Set' / 'SHA256SUMS'}"
+    (tmp_path / "SHA256SUMS").write_text(f"{a}  ok\nnot a checksum line\n")
+    with pytest.raises(DataError, match=r"SHA256SUMS: line 2 is not"):
+        read_sha256sums(tmp_path / "SHA256SUMS")
+
+
+def test_staged_install_keeps_old_files_on_failure(tmp_path):
+    from ssmbench.data.download import install_staged, staged_path, staging
+
+    dest = tmp_path / "raw" / "Set"
+    dest.mkdir(parents=True)
+    (dest / "x.ts").write_text("old")
+    (dest / "provenance.json").write_text("{}")
+    with pytest.raises(RuntimeError), staging(dest) as staged:
+        staged["x.ts"] = staged_path(dest, "x.ts")
+        staged["x.ts"].write_text("new")
+        raise RuntimeError("verification failed")
+    assert sorted(p.name for p in dest.iterdir()) == ["provenance.json", "x.ts"]
+    assert (dest / "x.ts").read_text() == "old"
+    with staging(dest) as staged:
+        staged["x.ts"] = staged_path(dest, "x.ts")
+        staged["x.ts"].write_text("new")
+        folder = staged_path(dest, "final")
+        (folder / "sub").mkdir(parents=True)
+        staged["final"] = folder
+        install_staged(staged, dest)
+    assert (dest / "x.ts").read_text() == "new" and (dest / "final" / "sub").is_dir()
+    assert sorted(p.name for p in dest.iterdir()) == ["final", "x.ts"]  # provenance went first
 
 
 # ------------------------------------------------------------------ store and splits

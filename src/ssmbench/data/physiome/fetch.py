@@ -25,7 +25,7 @@ def fetch_physiome(name: str, raw_dir: str | os.PathLike, settings: dict | None)
     """Put the raw files of ``name`` in ``<raw_dir>/<name>/`` with ``provenance.json``;
     return the provenance. Mode ``"generate"``: copy the model file(s) from the installed
     myokit package (no network). Mode ``"zenodo"``: download, verify and extract the
-    official archive (see the module docstring). A folder already fetched in the same mode
+    official archive (``physiome/zenodo.py``). A folder already fetched in the same mode
     and intact (every recorded sha256) is returned as it is, without network."""
     cfg = resolve_settings(name, settings)
     dest = Path(raw_dir) / name

@@ -55,7 +55,7 @@ def prepare_physiome(
     name: str, raw_dir: str | os.PathLike, out_dir: str | os.PathLike, settings: dict | None
 ) -> Path:
     """Write ``<out_dir>/<name>/`` (atomically) from the model files fetched into
-    ``<raw_dir>/<name>/``; return the folder. See the module docstring for the layout."""
+    ``<raw_dir>/<name>/``; return the folder. The layout: ``physiome/dataset.py``."""
     t_start = time.perf_counter()
     cfg = resolve_settings(name, settings)
     entry = PHYSIOME_MODELS[name]
