@@ -223,7 +223,7 @@ def load_curves(runs_dir: str | os.PathLike, models: Sequence[str] | None = None
         if models is not None and record["model"] not in models:
             continue
         try:
-            curve = pd.read_csv(path)
+            curve = pd.read_csv(path, float_precision="round_trip")  # exact, not 1 ulp off
         except (OSError, ValueError) as exc:
             raise RecordError(f"malformed curve file {path}: {exc}") from exc
         missing = [c for c in CURVE_COLUMNS if c not in curve.columns]
