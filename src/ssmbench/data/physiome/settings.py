@@ -12,10 +12,10 @@ from numbers import Integral, Real
 from ssmbench.data.errors import DataError
 from ssmbench.data.physiome.models import PHYSIOME_MODELS
 
+#: the official archive: Zenodo record 11492058, one file (the ``zenodo:`` defaults)
 ZENODO_RECORD = "11492058"
 ZENODO_URL = "https://zenodo.org"
 ZENODO_FILE = "final.zip"
-
 
 #: generator and download settings with the published protocol's defaults. ``None`` for
 #: horizon / d_states / d_constants means "the model's own" (PHYSIOME_MODELS defaults).
