@@ -41,42 +41,79 @@ Choices and deviations
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
+
 import numpy as np
 
-__all__ = ["COMPLEXITY_PROXY", "ExtraTreesModel", "HydraModel", "QuantModel"]
+from .hyperparams import ConstructorHyperparams
+
+__all__ = ["COMPLEXITY_PROXY", "Estimator", "ExtraTreesModel", "HydraModel", "QuantModel"]
 
 #: What the MS4N paper's figures plot for models without parameters or MACs.
 COMPLEXITY_PROXY = {"params": 20_000, "mmac": 1e-6}
 
 
-class _Estimator:
+class Estimator:
     """The estimator contract: ``fit(X, y)`` on float32 (N, C, L) and int64 labels,
     ``predict_proba(X) -> (N, K)`` over the classes 0..K-1 (a class absent from the
-    training rows gets probability 0)."""
+    training rows gets probability 0).
+
+    A family is a subclass with a static ``make(random_state, n_jobs, *, **hyperparameters)``
+    that returns the unfitted aeon/scikit-learn classifier. Its keyword-only parameters
+    (annotated, with their defaults) and ``fit_on_validation`` are the family's
+    constructor hyperparameters: the class's signature is
+    ``(n_channels, n_classes, length=None, *, <make's keywords>, fit_on_validation=True)``.
+    """
 
     KIND = "estimator"
-    HYPERPARAMS: dict[str, type] = {}
+    HYPERPARAMS = ConstructorHyperparams()
+    make: Callable
 
-    def __init__(self, n_channels: int, n_classes: int, length: int | None = None, **hp):
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        contract = [
+            p
+            for p in inspect.signature(Estimator, eval_str=True).parameters.values()
+            if p.kind is not p.VAR_KEYWORD
+        ]
+        own = [
+            p
+            for p in inspect.signature(cls.make, eval_str=True).parameters.values()
+            if p.kind is p.KEYWORD_ONLY
+        ]
+        cls.__signature__ = inspect.Signature(contract[:3] + own + contract[3:])
+
+    def __init__(
+        self,
+        n_channels: int,
+        n_classes: int,
+        length: int | None = None,
+        *,
+        fit_on_validation: bool = True,
+        **hyperparams,
+    ) -> None:
+        bound = inspect.signature(type(self)).bind(
+            n_channels, n_classes, length, fit_on_validation=fit_on_validation, **hyperparams
+        )
+        bound.apply_defaults()
         self.n_channels, self.n_classes, self.length = n_channels, n_classes, length
-        self.fit_on_validation = bool(hp.pop("fit_on_validation", True))
-        self.hyperparams = hp
+        self.fit_on_validation = bool(fit_on_validation)
+        contract = ("n_channels", "n_classes", "length", "fit_on_validation")
+        self.hyperparams = {k: v for k, v in bound.arguments.items() if k not in contract}
         self.random_state = 0
         self.n_jobs = 1
         self._estimator = None
 
-    def configure(self, random_state: int, n_jobs: int = 1) -> _Estimator:
+    def configure(self, random_state: int, n_jobs: int = 1) -> Estimator:
         self.random_state, self.n_jobs = int(random_state), max(1, int(n_jobs))
         return self
-
-    def _make(self):  # pragma: no cover - every subclass defines it
-        raise NotImplementedError
 
     def _features(self, X: np.ndarray) -> np.ndarray:
         return np.ascontiguousarray(X, dtype=np.float32)
 
-    def fit(self, X: np.ndarray, y: np.ndarray) -> _Estimator:
-        self._estimator = self._make()
+    def fit(self, X: np.ndarray, y: np.ndarray) -> Estimator:
+        self._estimator = self.make(self.random_state, self.n_jobs, **self.hyperparams)
         self._estimator.fit(self._features(X), np.asarray(y, dtype=np.int64))
         return self
 
@@ -87,126 +124,68 @@ class _Estimator:
         return full
 
 
-class QuantModel(_Estimator):
-    TEST_PARAMS = {"n_estimators": 20}
-    HYPERPARAMS = {
-        "interval_depth": int,
-        "quantile_divisor": int,
-        "n_estimators": int,
-        "max_features": float,
-        "fit_on_validation": bool,
-    }
+class QuantModel(Estimator):
+    """QUANT: aeon's ``QUANTClassifier`` with QUANT's own ExtraTrees forest."""
 
-    def __init__(
-        self,
-        n_channels: int,
-        n_classes: int,
-        length: int | None = None,
+    TEST_PARAMS = {"n_estimators": 20}
+
+    @staticmethod
+    def make(
+        random_state: int,
+        n_jobs: int,
+        *,
         interval_depth: int = 6,
         quantile_divisor: int = 4,
         n_estimators: int = 200,
         max_features: float = 0.1,
-        fit_on_validation: bool = True,
-    ) -> None:
-        super().__init__(
-            n_channels,
-            n_classes,
-            length,
-            interval_depth=interval_depth,
-            quantile_divisor=quantile_divisor,
-            n_estimators=n_estimators,
-            max_features=max_features,
-            fit_on_validation=fit_on_validation,
-        )
-
-    def _make(self):
+    ):
         from aeon.classification.interval_based import QUANTClassifier
         from sklearn.ensemble import ExtraTreesClassifier
 
-        hp = self.hyperparams
         forest = ExtraTreesClassifier(
-            n_estimators=hp["n_estimators"],
-            max_features=hp["max_features"],
+            n_estimators=n_estimators,
+            max_features=max_features,
             criterion="entropy",
-            random_state=self.random_state,
-            n_jobs=self.n_jobs,
+            random_state=random_state,
+            n_jobs=n_jobs,
         )
         return QUANTClassifier(
-            interval_depth=hp["interval_depth"],
-            quantile_divisor=hp["quantile_divisor"],
+            interval_depth=interval_depth,
+            quantile_divisor=quantile_divisor,
             estimator=forest,
-            random_state=self.random_state,
+            random_state=random_state,
         )
 
 
-class HydraModel(_Estimator):
+class HydraModel(Estimator):
+    """Hydra: aeon's ``HydraClassifier``."""
+
     TEST_PARAMS = {"n_groups": 8}
-    HYPERPARAMS = {"n_kernels": int, "n_groups": int, "fit_on_validation": bool}
 
-    def __init__(
-        self,
-        n_channels: int,
-        n_classes: int,
-        length: int | None = None,
-        n_kernels: int = 8,
-        n_groups: int = 64,
-        fit_on_validation: bool = True,
-    ) -> None:
-        super().__init__(
-            n_channels,
-            n_classes,
-            length,
-            n_kernels=n_kernels,
-            n_groups=n_groups,
-            fit_on_validation=fit_on_validation,
-        )
-
-    def _make(self):
+    @staticmethod
+    def make(random_state: int, n_jobs: int, *, n_kernels: int = 8, n_groups: int = 64):
         from aeon.classification.convolution_based import HydraClassifier
 
         return HydraClassifier(
-            n_kernels=self.hyperparams["n_kernels"],
-            n_groups=self.hyperparams["n_groups"],
-            n_jobs=self.n_jobs,
-            random_state=self.random_state,
+            n_kernels=n_kernels, n_groups=n_groups, n_jobs=n_jobs, random_state=random_state
         )
 
 
-class ExtraTreesModel(_Estimator):
+class ExtraTreesModel(Estimator):
+    """ExtraTrees (the MS4N paper's "ET") on the raw series flattened to C·L features."""
+
     TEST_PARAMS = {"n_estimators": 20}
-    HYPERPARAMS = {
-        "n_estimators": int,
-        "max_features": float,
-        "fit_on_validation": bool,
-    }
 
-    def __init__(
-        self,
-        n_channels: int,
-        n_classes: int,
-        length: int | None = None,
-        n_estimators: int = 200,
-        max_features: float = 0.1,
-        fit_on_validation: bool = True,
-    ) -> None:
-        super().__init__(
-            n_channels,
-            n_classes,
-            length,
-            n_estimators=n_estimators,
-            max_features=max_features,
-            fit_on_validation=fit_on_validation,
-        )
-
-    def _make(self):
+    @staticmethod
+    def make(random_state: int, n_jobs: int, *, n_estimators: int = 200, max_features: float = 0.1):
         from sklearn.ensemble import ExtraTreesClassifier
 
         return ExtraTreesClassifier(
-            n_estimators=self.hyperparams["n_estimators"],
-            max_features=self.hyperparams["max_features"],
+            n_estimators=n_estimators,
+            max_features=max_features,
             criterion="entropy",
-            random_state=self.random_state,
-            n_jobs=self.n_jobs,
+            random_state=random_state,
+            n_jobs=n_jobs,
         )
 
     def _features(self, X: np.ndarray) -> np.ndarray:

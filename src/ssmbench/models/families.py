@@ -15,8 +15,8 @@ from .ms4 import MS4Classifier, S4DClassifier
 from .rnn import GRUClassifier, LSTMClassifier
 from .transformers import InformerClassifier, ITransformerClassifier, TransformerClassifier
 
-#: family name (params.yaml ``family``) -> model class. Each class lists its accepted
-#: hyperparameters and their types in ``HYPERPARAMS``.
+#: family name (params.yaml ``family``) -> model class. A class's constructor declares the
+#: hyperparameters it accepts, with their types (``HYPERPARAMS``, ``hyperparams.py``).
 FAMILIES: dict[str, type] = {
     "ms4": MS4Classifier,
     "s4d": S4DClassifier,
@@ -30,7 +30,7 @@ FAMILIES: dict[str, type] = {
     "transformer": TransformerClassifier,
     "informer": InformerClassifier,
     "itransformer": ITransformerClassifier,
-    # non-deep (fit once, no epochs): KIND = "estimator", see estimators.py
+    # non-deep (fit once, no epochs; ``is_estimator``): see estimators.py
     "quant": QuantModel,
     "hydra": HydraModel,
     "extratrees": ExtraTreesModel,

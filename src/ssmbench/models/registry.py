@@ -9,6 +9,7 @@ from typing import Any
 import torch.nn as nn
 
 from .families import FAMILIES
+from .hyperparams import hyperparams_of
 
 
 def is_estimator(model: Any) -> bool:
@@ -67,7 +68,7 @@ def validate_model_params(name: str, model_params: Mapping[str, Any]) -> dict[st
         raise ValueError(
             f"model {name!r}: unknown family {family!r} (allowed families: {sorted(FAMILIES)})"
         )
-    allowed: dict[str, type] = FAMILIES[family].HYPERPARAMS
+    allowed = hyperparams_of(FAMILIES[family])  # the constructor's, as ``HYPERPARAMS``
     hyper = {k: v for k, v in model_params.items() if k != "family"}
     for key, value in hyper.items():
         if key not in allowed:
