@@ -310,7 +310,7 @@ def _rerun(runs_dir: Path, hours: int) -> None:
         )
         path.write_text(json.dumps(record))
     for path in runs_dir.rglob("fold*.curve.csv"):
-        curve = pd.read_csv(path)
+        curve = pd.read_csv(path, float_precision="round_trip")
         curve["seconds"] = curve["seconds"] * hours + 0.123
         curve.to_csv(path, index=False)
 
