@@ -45,7 +45,7 @@ run: setup
 	$(BIN)/dvc repro
 	@echo
 	@$(BIN)/ssmbench report --list-outputs
-	@echo "(dvc metrics show: summary.json; dvc plots show: the figures)"
+	@echo "(dvc metrics show: the summary; dvc plots show: the figures)"
 	@echo
 	@$(BIN)/ssmbench report --show-tables
 

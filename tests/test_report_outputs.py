@@ -85,3 +85,11 @@ def test_show_tables_prints_the_markdown_tables(tmp_path, capsys):
     assert capsys.readouterr().out == "".join(
         f"{table}:\n\n| Dataset | {table.stem} |\n\n" for table in tables
     )
+
+
+@pytest.mark.parametrize("path", ["workflow/rules/report.smk", "Makefile"])
+def test_the_rule_and_the_makefile_spell_no_output_name(path):
+    text = (REPO / path).read_text()
+    outputs = report_outputs("results", "figures", PARAMS["benchmarks"])
+    spelt = sorted({o.path.name for o in outputs if o.path.name in text})
+    assert not spelt, f"{path} spells {spelt}: take them from ssmbench.report.outputs"

@@ -1,4 +1,5 @@
-"""Report: run records -> metrics.csv, summary.json, tables and figures (see build.py)."""
+"""Report: run records -> metrics.csv, summary.json, tables and figures (see build.py;
+every output file is named in outputs.py, the Table 4 comparison is table4.py)."""
 
 from .aggregate import (
     RecordError,
@@ -10,6 +11,7 @@ from .aggregate import (
 )
 from .build import build_report
 from .figures import figure7, figure8, load_curves
+from .outputs import report_outputs
 from .reference import load_published_errors, load_published_summary
 from .tables import uea_table, write_table
 
@@ -22,6 +24,7 @@ __all__ = [
     "load_curves",
     "load_published_errors",
     "load_published_summary",
+    "report_outputs",
     "summarise",
     "summary_frame",
     "uea_table",
