@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 
 import pytest
 import yaml
@@ -119,37 +118,6 @@ def test_cli_bad_suite_exits_2_naming_it(capsys, monkeypatch):
     assert "12 runs over 2 datasets" in capsys.readouterr().out
 
 
-def test_settings_marker_dates_say_whether_a_record_is_current(params, tmp_path):
-    import json
-    import os
-
-    from ssmbench.config import sync_settings_marker
-
-    spec = job_spec(params, Job("uea", "BasicMotions", "MS4N", 0), "default")
-    record, marker = tmp_path / "fold0.json", tmp_path / "marker.json"
-    sync_settings_marker(record, marker, spec)  # no record yet: the job runs anyway
-    assert marker.is_file()
-
-    record.write_text(
-        json.dumps(
-            {
-                "model_params": spec["model_params"],
-                "protocol": spec["settings"],
-                "code_digest": spec["code"],
-            }
-        )
-    )
-    os.utime(record, (1_000_000, 1_000_000))
-    sync_settings_marker(record, marker, spec)
-    assert marker.stat().st_mtime < record.stat().st_mtime  # current: not rerun
-
-    changed = json.loads(json.dumps(spec))
-    changed["settings"]["lr"] = 0.01
-    sync_settings_marker(record, marker, changed)
-    assert marker.stat().st_mtime > record.stat().st_mtime  # stale: rerun
-    assert json.loads(marker.read_text())["settings"]["lr"] == 0.01
-
-
 def test_dataset_overrides_sit_between_benchmark_and_suite(params):
     audio = job_spec(params, Job("monster", "AudioMNIST", "MS4N", 0), "default")
     other = job_spec(params, Job("monster", "Pedestrian", "MS4N", 0), "default")
@@ -172,38 +140,273 @@ def test_monster_suite_sources_checked_before_jobs(params, tmp_path):
         check_suite_sources(params)
 
 
-def test_code_digest_is_per_family():
-    """A run depends on its own family's code: adding or editing another family (a new
-    baseline) must not make every existing run stale."""
-    from ssmbench.config import _family_modules, training_code_digest
+def _resolve(node: dict, schema: dict) -> dict:
+    """A schema node with its local $ref merged in (properties of both)."""
+    while isinstance(node.get("$ref"), str):
+        target = schema
+        for part in node["$ref"][2:].split("/"):
+            target = target[part]
+        rest = {k: v for k, v in node.items() if k != "$ref"}
+        node = {**target, **rest, "properties": {**target.get("properties", {}),
+                                                   **node.get("properties", {})}}  # fmt: skip
+    return node
 
-    assert [p.name for p in _family_modules("ms4")] == ["ms4.py", "s4d.py"]
-    assert [p.name for p in _family_modules("mamba1")] == ["mamba.py"]
-    assert training_code_digest("ms4") != training_code_digest("mamba1")
-    assert training_code_digest("ms4") == training_code_digest("ms4")
+
+def _schema_keys(schema: dict) -> tuple[set[str], set[str]]:
+    """(leaves, open nodes) of the schema as dotted paths, ``*`` for a map's entries. A
+    leaf is a value the schema does not look inside; an open node is an object whose keys
+    the schema leaves to a reader (a generator's settings, a model's hyperparameters)."""
+    leaves: set[str] = set()
+    open_nodes: set[str] = set()
+
+    def walk(node, path):
+        node = _resolve(node, schema)
+        props = node.get("properties") or {}
+        extra = node.get("additionalProperties", node.get("unevaluatedProperties", True))
+        types = node.get("type") if isinstance(node.get("type"), list) else [node.get("type")]
+        for key, sub in props.items():
+            walk(sub, f"{path}.{key}" if path else key)
+        if isinstance(extra, dict):
+            walk(extra, f"{path}.*")
+        elif extra is not False and "object" in types:
+            open_nodes.add(path)
+            leaves.add(f"{path}.*" if props else path)
+        elif not props:
+            leaves.add(path)
+
+    walk(schema, "")
+    return leaves, open_nodes
 
 
-def test_checkpoint_settings_never_make_a_record_stale(tmp_path):
-    """How often a run checkpoints changes how it executes, not its result: editing it
-    must not rerun the grid."""
-    from ssmbench.config import EXECUTION_KEYS, record_is_stale, tracked_settings
+def _prefixes(paths: set[str]) -> set[str]:
+    return {".".join(p.split(".")[:n]) for p in paths for n in range(1, p.count(".") + 2)}
 
-    params = load_params(REPO / "params.yaml")
-    spec = job_spec(params, Job("uea", "BasicMotions", "MS4N", 0), "default")
-    record = tmp_path / "fold0.json"
-    record.write_text(
-        json.dumps(
-            {
-                "model_params": spec["model_params"],
-                "protocol": spec["settings"],
-                "code_digest": spec["code"],
-            }  # fmt: skip
+
+def _source_literals(reader: str) -> set[str]:
+    """The string constants (docstrings left out) and parameter names of a reader's code;
+    for a workflow file, its quoted words and keyword arguments."""
+    import ast
+    import importlib
+    import inspect
+    import re
+    import textwrap
+
+    if "/" in reader:
+        text = (REPO / reader).read_text()
+        return set(re.findall(r"[\"']([A-Za-z0-9_]+)[\"']", text)) | set(
+            re.findall(r"\b([a-z_]+)=", text)
         )
-    )
-    assert not record_is_stale(record, spec)
-    changed = {**spec, "settings": {**spec["settings"], "checkpoint_every": 7}}
-    assert set(EXECUTION_KEYS) <= set(spec["settings"])
-    assert not record_is_stale(record, changed)
-    assert tracked_settings(changed) == tracked_settings(spec)
-    other = {**spec, "settings": {**spec["settings"], "lr": 0.5}}
-    assert record_is_stale(record, other)
+    module_name, _, qualname = reader.partition(":")
+    target = importlib.import_module(module_name)
+    for part in qualname.split(".") if qualname else []:
+        target = getattr(target, part)
+    tree = ast.parse(textwrap.dedent(inspect.getsource(target)))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.ClassDef | ast.Module | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        and id(node) not in docstrings
+    }  # fmt: skip
+    return found | {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
+
+
+def test_every_key_the_schema_allows_has_a_reader_that_reads_it():
+    """Schema -> code. The schema's keys (leaves, `_schema_keys`) and the patterns of
+    ``config.CONFIG_READERS`` (who reads which key) plus ``CONFIG_ANNOTATIONS`` (keys for
+    people, with the reason) must agree both ways: a key the schema allows with no reader
+    fails, and so does a pattern naming no key of the schema. Then each reader is
+    resolved (an import and an attribute, or a workflow file) and must name its key in
+    its code: as a string constant outside docstrings or a parameter name (Python), as a
+    quoted word or keyword argument (workflow files). A reader that stops reading its key
+    fails here; so does a key added to the schema and params.yaml that nothing reads."""
+    from fnmatch import fnmatchcase
+
+    from ssmbench.config import CONFIG_ANNOTATIONS, CONFIG_READERS, SCHEMA_PATH
+
+    leaves, _ = _schema_keys(yaml.safe_load(SCHEMA_PATH.read_text()))
+    patterns = {**CONFIG_READERS, **dict.fromkeys(CONFIG_ANNOTATIONS, ())}
+    unread = sorted(leaf for leaf in leaves if not any(fnmatchcase(leaf, p) for p in patterns))
+    assert not unread, f"keys the schema allows that no CONFIG_READERS entry reads: {unread}"
+    nodes = _prefixes(leaves)
+    stray = sorted(p for p in patterns if not any(fnmatchcase(node, p) for node in nodes))
+    assert not stray, f"CONFIG_READERS names keys the schema does not allow: {stray}"
+    not_read = []
+    for pattern, readers in CONFIG_READERS.items():
+        assert readers, pattern
+        parts = pattern.split(".")
+        literal = next((p for p in reversed(parts[-2:]) if "*" not in p), None)
+        for reader in readers:
+            names = _source_literals(reader)  # resolves the reader: fails if it is gone
+            if literal is not None and literal not in names:
+                not_read.append(f"{pattern}: {reader} does not read {literal!r}")
+    assert not not_read, "\n".join(not_read)
+
+
+def _code_reads() -> list[tuple[str, str]]:
+    """(where, dotted key) for each literal read of params.yaml in the package and the
+    workflow: subscripts and ``.get`` chains rooted at ``params`` / ``config`` (the whole
+    file), ``PATHS`` (``paths``), ``report_params`` (``report``) and ``settings`` or
+    ``spec["settings"]`` (one run's protocol and benchmark settings). A key computed at
+    run time is ``*``. models/ is left out: there ``params`` is a model entry, whose keys
+    validate_model_params checks against the family."""
+    import ast
+    import re
+
+    roots = {"params": "", "config": "", "PATHS": "paths", "report_params": "report",
+             "settings": "<settings>"}  # fmt: skip
+    reads = []
+
+    def chain(node):
+        keys = []
+        while True:
+            if isinstance(node, ast.Subscript):
+                key = node.slice
+                keys.append(key.value if isinstance(key, ast.Constant) else "*")
+                node = node.value
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get"
+                and node.args
+            ):
+                key = node.args[0]
+                keys.append(key.value if isinstance(key, ast.Constant) else "*")
+                node = node.func.value
+            else:
+                break
+        if isinstance(node, ast.Name) and keys:
+            keys.reverse()
+            if node.id == "spec" and keys[0] == "settings":
+                return "<settings>", keys[1:]
+            if node.id in roots:
+                return roots[node.id], keys
+        return None
+
+    package = REPO / "src" / "ssmbench"
+    for path in sorted(package.rglob("*.py")):
+        if "models" in path.relative_to(package).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            found = chain(node)
+            if found and found[1] and all(isinstance(k, str) for k in found[1]):
+                root, keys = found
+                where = f"{path.relative_to(REPO)}:{node.lineno}"
+                reads.append((where, ".".join(([root] if root else []) + keys)))
+    pattern = re.compile(r"\b(config|PATHS|settings)((?:\[[\"'][A-Za-z0-9_]+[\"']\])+)")
+    for path in [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]:
+        for lineno, line in enumerate(path.read_text().splitlines(), 1):
+            for root, subscripts in pattern.findall(line):
+                keys = re.findall(r"[\"']([A-Za-z0-9_]+)[\"']", subscripts)
+                prefix = [roots[root]] if roots[root] else []
+                reads.append((f"{path.relative_to(REPO)}:{lineno}", ".".join(prefix + keys)))
+    return reads
+
+
+def _allowed(key: str, nodes: set[str], open_nodes: set[str]) -> bool:
+    """Whether a dotted key read by the code is one the schema allows; ``*`` on either side
+    is any name; below an open node anything is allowed."""
+    parts = key.split(".")
+    candidates = [parts]
+    if parts[0] == "<settings>":  # a run's settings: the protocol's and a benchmark's keys
+        candidates = [["protocol", *parts[1:]], ["benchmarks", "*", *parts[1:]]]
+
+    def same(a, b):
+        return len(a) == len(b) and all(x == y or "*" in (x, y) for x, y in zip(a, b, strict=True))
+
+    for parts in candidates:
+        for n in range(len(parts), 0, -1):
+            head = parts[:n]
+            if any(same(head, node.split(".")) for node in nodes):
+                if n == len(parts) or any(same(head, o.split(".")) for o in open_nodes):
+                    return True
+                break
+    return False
+
+
+def test_every_key_the_code_reads_is_allowed_by_the_schema():
+    """Code -> schema: each literal read of params.yaml (`_code_reads`) names a key the
+    schema allows; `report.figure8_datasets` was one such key the schema rejected. The
+    scan is honest in both directions: a read of a key the schema lacks (below) fails."""
+    from ssmbench.config import SCHEMA_PATH
+
+    leaves, open_nodes = _schema_keys(yaml.safe_load(SCHEMA_PATH.read_text()))
+    nodes = _prefixes(leaves)
+    reads = _code_reads()
+    assert len(reads) > 50  # the scan finds the reads (cli, config, data, train, rules...)
+    assert any(key == "<settings>.batch_fraction" for _, key in reads)
+    assert any(key == "report.figure8_datasets" for _, key in reads)
+    unknown = [f"{where}: {key}" for where, key in reads if not _allowed(key, nodes, open_nodes)]
+    assert not unknown, "the code reads keys the schema does not allow:\n" + "\n".join(unknown)
+    # the check can fail: keys the schema does not allow are refused
+    for key in ("report.reference_models", "<settings>.learning_rate", "paths.nowhere"):
+        assert not _allowed(key, nodes, open_nodes), key
+    assert _allowed("<settings>.generator.n_train", nodes, open_nodes)  # below an open node
+
+
+@pytest.mark.parametrize(
+    "where, edit",
+    [
+        ("learning_rate", lambda p: p.update(learning_rate=1e-3)),
+        ("protocol.learning_rate", lambda p: p["protocol"].update(learning_rate=1e-3)),
+        ("benchmarks.uea.batchsize", lambda p: p["benchmarks"]["uea"].update(batchsize=8)),
+        (
+            "benchmarks.monster.dataset_overrides.AudioMNIST.lr",
+            lambda p: p["benchmarks"]["monster"]["dataset_overrides"]["AudioMNIST"].update(lr=1),
+        ),
+        ("suites.tiny.override", lambda p: p["suites"]["tiny"].update(override={})),
+        ("paths.rawdata", lambda p: p["paths"].update(rawdata="x")),
+        (
+            "resources.train.default.memory",
+            lambda p: p["resources"]["train"]["default"].update(memory=1),
+        ),
+        (
+            "resources.train.sizes.small.memory",
+            lambda p: p["resources"]["train"]["sizes"]["small"].update(memory=1),
+        ),
+        ("report.figure_8", lambda p: p["report"].update(figure_8=[])),
+        (
+            "report.convergence_thresholds.val_acc",
+            lambda p: p["report"]["convergence_thresholds"].update(val_acc=0.5),
+        ),
+    ],
+)
+def test_an_unknown_key_is_an_error_naming_its_path(params, where, edit):
+    edit(params)
+    with pytest.raises(ConfigError) as info:
+        validate_schema(params)
+    message = str(info.value)
+    assert f"  {where}: unknown key (allowed: " in message, message
+    assert len(message.splitlines()) == 2  # the header and this one problem
+
+
+def test_unknown_keys_of_model_entries_and_suite_overrides_name_their_path(params):
+    """Keys the schema leaves to check_params: a model's hyperparameters (its family's,
+    through validate_model_params) and a suite's overrides."""
+    params["models"]["MS4N"]["d_modle"] = 64
+    params["suites"]["tiny"]["overrides"]["learning_rate"] = 1.0
+    params["suites"]["tides-data"]["benchmark_overrides"]["synthetic"]["epochs"] = 3
+    validate_schema(params)  # these are not the schema's to know
+    with pytest.raises(ConfigError) as info:
+        check_params(params)
+    message = str(info.value)
+    assert "models.MS4N: " in message and "unknown hyperparameter 'd_modle'" in message
+    assert "suites.tiny.overrides.learning_rate: unknown key" in message
+    assert "suites.tides-data.benchmark_overrides.synthetic.epochs: unknown key" in message
+
+
+def test_figure8_datasets_is_allowed_and_removed_report_keys_are_not(params):
+    params["report"]["figure8_datasets"] = ["BasicMotions"]
+    validate_schema(params)
+    for key in ("reference_models", "complexity_input_length"):
+        bad = copy.deepcopy(params)
+        bad["report"][key] = None
+        with pytest.raises(ConfigError, match=f"report.{key}: unknown key"):
+            validate_schema(bad)

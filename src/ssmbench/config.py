@@ -54,6 +54,97 @@ def tracked_settings(spec: dict) -> dict:
 BATCH_AND_EPOCH_KEYS = {"max_epochs", "batch_size", "batch_min", "batch_max", "batch_fraction"}
 
 
+#: Who reads each key params.yaml may hold. A key is a dotted path; ``*`` stands for any
+#: name of a map (a benchmark, a model, a suite, a size class) and, inside a pattern, for
+#: anything (fnmatch). A reader is ``module:function`` (or ``module`` for a whole module)
+#: or a workflow file. tests/test_config.py checks that these patterns and the schema's
+#: keys are the same set, that each reader's source names its key, and that every key
+#: the code reads from params.yaml is in the schema.
+CONFIG_READERS: dict[str, tuple[str, ...]] = {
+    "suite": ("ssmbench.config:suite_grid", "workflow/rules/common.smk"),
+    "paths.raw": ("ssmbench.cli", "workflow/rules/data.smk"),
+    "paths.prepared": ("ssmbench.config:job_spec", "workflow/rules/data.smk"),
+    "paths.runs": ("ssmbench.cli", "ssmbench.status", "workflow/rules/train.smk"),
+    "paths.logs": ("ssmbench.status", "workflow/rules/train.smk"),
+    "paths.results": ("ssmbench.cli", "workflow/rules/report.smk"),
+    "paths.figures": ("ssmbench.cli", "workflow/rules/report.smk"),
+    "paths.checkpoints": ("ssmbench.cli", "ssmbench.status"),
+    "paths.settings": ("workflow/rules/common.smk",),
+    # the protocol, and the benchmark values that override it (benchmark_settings merges
+    # them into one `settings` dict per run)
+    "protocol.optimizer": ("ssmbench.train.optim:build_optimizer",),
+    "*.lr": ("ssmbench.train.optim:build_optimizer",),
+    "protocol.weight_decay": ("ssmbench.train.optim:build_optimizer",),
+    "*.val_fraction": ("ssmbench.train.protocol:_set_up",),
+    "*.early_stopping_patience": ("ssmbench.train.protocol:_DeepTraining",),
+    "protocol.monitor": ("ssmbench.train.protocol:_DeepTraining",),
+    "*.grad_clip_norm": ("ssmbench.train.protocol:_DeepTraining",),
+    "protocol.deterministic": ("ssmbench.train.protocol:_set_up",),
+    "protocol.seed_base": ("ssmbench.train.protocol:_set_up",),
+    "protocol.checkpoint_every": ("ssmbench.train.protocol:_DeepTraining",),
+    "protocol.checkpoint_min_seconds": ("ssmbench.train.protocol:_DeepTraining",),
+    "benchmarks.*.source": ("ssmbench.data.sources:_source",),
+    "benchmarks.*.max_epochs": ("ssmbench.train.protocol:_DeepTraining",),
+    "benchmarks.*.batch_size": ("ssmbench.train.splits:batch_size_for",),
+    "benchmarks.*.batch_min": ("ssmbench.train.splits:batch_size_for",),
+    "benchmarks.*.batch_max": ("ssmbench.train.splits:batch_size_for",),
+    "benchmarks.*.batch_fraction": ("ssmbench.train.splits:batch_size_for",),
+    "benchmarks.*.dataset_overrides.*.batch_size": ("ssmbench.train.splits:batch_size_for",),
+    "benchmarks.*.dataset_overrides.*.max_epochs": ("ssmbench.train.protocol:_DeepTraining",),
+    "benchmarks.*.dataset_overrides": ("ssmbench.config:benchmark_settings",),
+    "benchmarks.*.datasets": ("ssmbench.config:known_datasets",),
+    "benchmarks.*.generator": ("ssmbench.data.sources:_check_recipe",),
+    "benchmarks.*.mode": ("ssmbench.data.sources:data_settings",),
+    "benchmarks.*.zenodo": ("ssmbench.data.sources:data_settings",),
+    "benchmarks.*.derived_from": ("ssmbench.data.sources:derived_base",),
+    "benchmarks.*.drop": ("ssmbench.data.sources:_prepare_drop",),
+    "benchmarks.*.drop.train_rate": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
+    "benchmarks.*.drop.test_rates": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
+    "benchmarks.*.drop.seed": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
+    "benchmarks.*.drop.test_seeds": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
+    "benchmarks.*.drop.per_series": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
+    "benchmarks.*.archive_dir": ("ssmbench.data.sources:fetch",),
+    "benchmarks.*.download": ("ssmbench.data.sources:fetch",),
+    "benchmarks.*.normalise": ("ssmbench.data.sources:data_settings",),
+    "benchmarks.*.revision": ("ssmbench.data.sources:fetch",),
+    "benchmarks.*.local_dir": ("ssmbench.data.sources:fetch",),
+    "benchmarks.*.offline": ("ssmbench.data.sources:fetch",),
+    # a model entry's other keys are its family's hyperparameters: validate_model_params
+    # checks them against the family, build_model passes them to its constructor
+    "models.*.family": ("ssmbench.models.registry:validate_model_params",),
+    "models.*.*": ("ssmbench.models.registry:validate_model_params",),
+    "suites.*.benchmarks.*": ("ssmbench.config:suite_grid",),
+    "suites.*.models": ("ssmbench.config:suite_grid",),
+    "suites.*.folds": ("ssmbench.config:suite_grid",),
+    "suites.*.overrides": ("ssmbench.config:benchmark_settings",),
+    "suites.*.benchmark_overrides.*": ("ssmbench.config:benchmark_settings",),
+    # resources: what each rule gives Snakemake as its resources (its SLURM executor turns
+    # them into sbatch flags); a training job's come per run from ssmbench.resources
+    "resources.prepare": ("workflow/rules/data.smk",),
+    "resources.report": ("workflow/rules/report.smk",),
+    "resources.*.threads": ("workflow/rules/common.smk",),
+    "resources.*.cpus_per_task": ("workflow/rules/train.smk",),
+    "resources.*.mem_mb": ("workflow/rules/train.smk",),
+    "resources.*.runtime": ("workflow/rules/train.smk",),
+    "resources.*.gpu": ("workflow/rules/train.smk",),
+    "resources.*.gpu_model": ("workflow/rules/train.smk",),
+    "resources.*.slurm_extra": ("workflow/rules/train.smk",),
+    "resources.train.default": ("ssmbench.resources:TrainResources",),
+    "resources.train.sizes.*.max_values": ("ssmbench.resources:TrainResources",),
+    "resources.train.sizes.*.group": ("ssmbench.resources:TrainResources",),
+    "resources.train.models.*.sizes": ("ssmbench.resources:TrainResources",),
+    "report.convergence_thresholds": ("ssmbench.report.build",),
+    "report.convergence_thresholds.val_loss": ("ssmbench.report.figures",),
+    "report.convergence_thresholds.val_accuracy": ("ssmbench.report.figures",),
+    "report.figure8_datasets": ("ssmbench.report.build",),
+}
+
+#: keys for the people who read params.yaml, not for the code, and why
+CONFIG_ANNOTATIONS: dict[str, str] = {
+    "suites.*.description": "what a suite is for, for whoever picks one",
+}
+
+
 class ConfigError(ValueError):
     """params.yaml is malformed or inconsistent; the message names the field."""
 
@@ -92,16 +183,46 @@ def load_params(path: str | Path = "params.yaml", suite: str | None = None) -> d
 def validate_schema(params: dict, source: str = "params.yaml") -> None:
     import jsonschema
 
+    """Check params.yaml's shape against the JSON Schema. Raises ConfigError with one line
+    per problem, each naming its dotted path; an unknown key is named by its own path
+    (``protocol.learning_rate: unknown key (allowed: ...)``)."""
     schema = yaml.safe_load(SCHEMA_PATH.read_text())
     validator = jsonschema.Draft202012Validator(schema)
-    errors = sorted(validator.iter_errors(params), key=lambda e: list(e.absolute_path))
+    errors = sorted(validator.iter_errors(params), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        lines = [
-            f"  {'.'.join(str(p) for p in e.absolute_path) or '<top>'}: {e.message}" for e in errors
-        ]
+        lines = [f"  {line}" for e in errors for line in _schema_problems(e, schema)]
         raise ConfigError(
             f"{source} does not match the schema {SCHEMA_PATH.name}:\n" + "\n".join(lines)
         )
+
+
+def _schema_problems(error, schema: dict) -> list[str]:
+    """A jsonschema error as lines "dotted.path: problem"; a key that no ``properties`` of
+    its object allows (additionalProperties / unevaluatedProperties false) is one line
+    per key, with the keys that are allowed there."""
+    path = ".".join(str(p) for p in error.absolute_path)
+    closed = error.validator in ("additionalProperties", "unevaluatedProperties")
+    if closed and error.validator_value is False and isinstance(error.instance, dict):
+        allowed = _declared_keys(error.schema, schema)
+        where = f"{path}." if path else ""
+        return [
+            f"{where}{key}: unknown key (allowed: {', '.join(sorted(allowed))})"
+            for key in error.instance
+            if key not in allowed
+        ]
+    return [f"{path or '<top>'}: {error.message}"]
+
+
+def _declared_keys(node: dict, schema: dict) -> set[str]:
+    """The property names a schema object declares, its local ``$ref``s' included."""
+    keys = set(node.get("properties") or {})
+    ref = node.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/"):
+        target = schema
+        for part in ref[2:].split("/"):
+            target = target[part]
+        keys |= _declared_keys(target, schema)
+    return keys
 
 
 def known_datasets(params: dict, benchmark: str) -> list[str]:
@@ -158,8 +279,8 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
         for key in suite.get("overrides", {}) or {}:
             if key not in allowed:
                 problems.append(
-                    f"suites.{sname}.overrides: {key!r} is neither a protocol key nor a benchmark "
-                    f"setting (allowed: {', '.join(sorted(allowed))})"
+                    f"suites.{sname}.overrides.{key}: unknown key: {key!r} is neither a protocol "
+                    f"key nor a benchmark setting (allowed: {', '.join(sorted(allowed))})"
                 )
         for bench, overrides in (suite.get("benchmark_overrides") or {}).items():
             if bench not in (suite.get("benchmarks") or {}):
@@ -177,8 +298,9 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
             for key in overrides or {}:
                 if key not in own:
                     problems.append(
-                        f"suites.{sname}.benchmark_overrides.{bench}: {key!r} is not a "
-                        f"setting of benchmark {bench!r} (allowed: {', '.join(sorted(own))})"
+                        f"suites.{sname}.benchmark_overrides.{bench}.{key}: unknown key: {key!r} "
+                        f"is not a setting of benchmark {bench!r} (allowed: "
+                        f"{', '.join(sorted(own))})"
                     )
     if problems:
         raise ConfigError(f"{source} has {len(problems)} problem(s):\n  " + "\n  ".join(problems))

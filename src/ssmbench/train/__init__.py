@@ -1,4 +1,6 @@
-"""The training protocol (protocol.py) and run records (records.py)."""
+"""Training: the protocol (protocol.py), the fold's rows and batches (splits.py), the
+optimizer (optim.py), checkpoints and stop signals (checkpoint.py) and run records
+(records.py); and the optional malloc settings of a training process (below)."""
 
 # Optional glibc malloc settings for training processes (`ssmbench train --fast-malloc`).
 # Tensors above 32 MB (long sequences: a (64, 64, 10000) complex FFT buffer is 330 MB) are

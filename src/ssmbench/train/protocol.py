@@ -1,6 +1,7 @@
 """The training protocol of the MS4N paper (section 4), one run at a time.
 
-* Adam, lr 1e-3 (params.yaml `protocol`).
+* Adam, lr 1e-3 (params.yaml `protocol`; AdamW on request), over the parameter groups
+  of ``ssmbench.train.optim`` (no weight decay where a layer's ``_optim`` hint says so).
 * A stratified validation split of `val_fraction` of the TRAINING part of the fold; the
   test fold is never seen before the final evaluation.
 * Early stopping on the validation loss (`early_stopping_patience` epochs without a
@@ -16,6 +17,9 @@ the batch in progress, writes a checkpoint and exits with status 75
 (``ssmbench.train.checkpoint.RESUME_EXIT_CODE``); it also writes one every
 ``checkpoint_every`` epochs. The next attempt resumes from it, batch for batch, and
 writes the record an uninterrupted run would have written (ssmbench.train.checkpoint).
+
+A run's steps: `_set_up` (seed, data, split, model), then `_run_estimator` for a non-deep
+model, or `_DeepTraining`'s `resume`, `train`, `test` and `write_record`.
 """
 
 from __future__ import annotations
