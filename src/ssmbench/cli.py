@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -375,6 +376,11 @@ def main(argv: list[str] | None = None) -> int:
         # keeps its traceback.
         _log(f"ssmbench {args.command}: error: {exc}")
         return 2
+    except BrokenPipeError:
+        # The reader stopped early (`ssmbench complexity --table4 | head`): no traceback,
+        # and nothing more for Python to flush into the closed pipe at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
