@@ -13,7 +13,7 @@ copy's own package is what runs, through PYTHONPATH):
    which is what the workflow's pre-flight check looks for) and a fake prepared folder
    (``X.npy``, ``y.npy``, ``meta.json``, test indices), dated a day back.
 3. ``snakemake -n`` (the default target: every training job and the report), timed twice:
-   the first parse also writes every run's settings marker (logs/settings/), as the first
+   the first parse also writes every run's settings marker (paths.settings), as the first
    `snakemake` in a fresh clone does; the second finds them. Then ``snakemake -n --quiet``
    (the same DAG, printing only the job counts).
 4. Every run then gets a record as ``ssmbench train`` writes it (made with the current

@@ -283,7 +283,12 @@ def _train_jobs(output: str) -> dict[str, dict]:
     return jobs
 
 
-def test_train_resources_follow_dataset_size_and_model(tmp_path):
+def test_rule_train_asks_for_the_resolved_resources(tmp_path):
+    """What rule train passes to Snakemake is ssmbench.resources' resolution (tested in
+    tests/test_resources.py): per size class and model, and groups for grouped classes."""
+    from ssmbench.config import load_params
+    from ssmbench.resources import TrainResources
+
     def edit(params):
         _tiny(["BasicMotions", "JapaneseVowels"], ["MS4N", "MS4"])(params)
         train = params["resources"]["train"]
@@ -297,18 +302,15 @@ def test_train_resources_follow_dataset_size_and_model(tmp_path):
     dry = _dry_run(project, "runs")
     assert dry.returncode == 0, dry.stdout + dry.stderr
     jobs = _train_jobs(dry.stdout)
-    assert jobs["BasicMotions/MS4N"] == jobs["BasicMotions/MS4"]
-    small = jobs["BasicMotions/MS4N"]
-    assert (small["mem_mb"], small["runtime"], small["gpu"], small["cpus_per_task"]) == (
-        "1000", "30", "0", "1"
-    )  # fmt: skip
-    large = jobs["JapaneseVowels/MS4N"]
-    assert (large["mem_mb"], large["runtime"], large["gpu"], large["cpus_per_task"]) == (
-        "64000", "2880", "1", "8"
-    )  # fmt: skip
-    assert large.get("gpu_model", "") == ""
-    model_size = jobs["JapaneseVowels/MS4"]  # a model's own entry for one size class
-    assert (model_size["mem_mb"], model_size["gpu_model"]) == ("3000", "a100")
+    resolved = TrainResources(load_params(project / "params.yaml"))
+    assert len(jobs) == 4
+    for run, shown in jobs.items():
+        dataset, model = run.split("/")
+        for key in ("mem_mb", "runtime", "gpu", "cpus_per_task", "gpu_model"):
+            assert shown.get(key, "") == str(resolved.value(key, "uea", dataset, model)), (
+                run, key, shown,
+            )  # fmt: skip
+    assert jobs["JapaneseVowels/MS4"]["gpu_model"] == "a100"
     # a dry run shows groups: only the small class's runs are grouped
     assert dry.stdout.count("Group job train_small") == 2, dry.stdout
 

@@ -4,9 +4,12 @@ in a temporary git repository."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -30,14 +33,26 @@ def tiny(params):
     params["suite"] = "tiny"
 
 
-def test_snakemake_tiny_suite_end_to_end(tmp_path):
-    project = make_project(tmp_path / "proj", tiny)
-    env = tool_env(project)
+def without_venv_on_path(env: dict) -> dict:
+    """`env` with the venv's bin directory off PATH: the venv is not activated, as when a
+    user types `.venv/bin/snakemake` after `make run`."""
+    bin_dir = Path(sys.executable).parent
+    path = [p for p in env["PATH"].split(os.pathsep) if p and Path(p) != bin_dir]
+    return {**env, "PATH": os.pathsep.join(path)}
 
-    dry = run(["snakemake", "-n", "--cores", "2"], project, env)
+
+def test_snakemake_tiny_suite_end_to_end(tmp_path):
+    """The whole workflow by `.venv/bin/snakemake` with the venv not on PATH: the rules
+    run the `ssmbench` of the Python that runs Snakemake."""
+    project = make_project(tmp_path / "proj", tiny)
+    env = without_venv_on_path(tool_env(project))
+    assert shutil.which("ssmbench", path=env["PATH"]) is None
+    snakemake = str(Path(sys.executable).parent / "snakemake")
+
+    dry = run([snakemake, "-n", "--cores", "2"], project, env)
     assert "train" in dry and "report" in dry
 
-    run(["snakemake", "--cores", "2"], project, env)
+    run([snakemake, "--cores", "2"], project, env)
 
     records = sorted((project / "results" / "runs").rglob("fold*.json"))
     # tiny: 2 datasets x 2 models x 1 fold
@@ -61,24 +76,35 @@ def test_snakemake_tiny_suite_end_to_end(tmp_path):
     assert (project / "logs" / "train" / "uea" / "BasicMotions" / "MS4N" / "fold0.log").is_file()
 
     # Everything present: a rerun schedules nothing.
-    again = run(["snakemake", "-n", "--cores", "2"], project, env)
+    again = run([snakemake, "-n", "--cores", "2"], project, env)
     assert "Nothing to be done" in again
 
-    # As in a fresh clone whose records came from `dvc pull`: no Snakemake metadata.
+    # As in a fresh clone whose records came from `dvc pull`: no Snakemake metadata and
+    # no settings markers (paths.settings: not versioned).
     shutil.rmtree(project / ".snakemake")
-    assert "Nothing to be done" in run(["snakemake", "-n", "--cores", "2"], project, env)
+    shutil.rmtree(project / ".ssmbench" / "settings")
+    assert "Nothing to be done" in run([snakemake, "-n", "--cores", "2"], project, env)
     # ...and a changed setting still reruns exactly the runs it changes.
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["models"]["MS4"]["dropout"] = 0.1
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    changed = run(["snakemake", "-n", "--cores", "2", "runs"], project, env)
+    changed = run([snakemake, "-n", "--cores", "2", "runs"], project, env)
     stats = changed[changed.index("Job stats") :]
     assert re.search(r"^train\s+2$", stats, re.M), stats
     retrained = re.findall(r"output: (results/runs/\S+\.json)", changed)
     assert len(retrained) == 2 and all("/MS4/" in path for path in retrained), retrained
     # Once rerun, the runs are current: no run is scheduled again.
-    run(["snakemake", "--cores", "2", "runs"], project, env)
-    assert "Nothing to be done" in run(["snakemake", "-n", "--cores", "2", "runs"], project, env)
+    run([snakemake, "--cores", "2", "runs"], project, env)
+    assert "Nothing to be done" in run([snakemake, "-n", "--cores", "2", "runs"], project, env)
+    # Asked to run again (a retried group job, a workflow-code change), a job keeps its
+    # current record and says so in the run's log.
+    record = project / "results" / "runs" / "uea" / "BasicMotions" / "MS4N" / "fold0.json"
+    made = record.read_text()
+    run([snakemake, "--cores", "1", "--forcerun", "train", "--", str(record.relative_to(project))],
+        project, env)  # fmt: skip
+    assert record.read_text() == made
+    log = (project / "logs" / "train" / "uea" / "BasicMotions" / "MS4N" / "fold0.log").read_text()
+    assert "is current: kept, not trained again" in log
 
 
 def test_unknown_model_fails_before_any_job(tmp_path):

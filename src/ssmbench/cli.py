@@ -108,11 +108,6 @@ def cmd_train(args) -> int:
         _log(f"{datetime.now().astimezone().isoformat(timespec='seconds')} {record} is current: "
              "kept, not trained again")  # fmt: skip
         return 0
-    if args.log:  # the caller appends to the run's log: a run that trains starts it afresh
-        sys.stdout.flush()
-        sys.stderr.flush()
-        with open(args.log, "a") as log_file:
-            log_file.truncate(0)
     # The run's checkpoint (resume after SIGTERM/SIGUSR1, a time limit or a hard kill) is
     # paths.checkpoints/{benchmark}/{dataset}/{model}/fold{k}.pt: no rule passes it.
     checkpoint = checkpoint_path(params["paths"]["checkpoints"], job)
@@ -298,11 +293,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--force",
         action="store_true",
         help="train even if the record is current (made with these settings and code)",
-    )
-    p.add_argument(
-        "--log",
-        help="the run's log, which this command's output is appended to: emptied when the "
-        "run trains, kept (training output and all) when a current record is kept",
     )
     p.add_argument(
         "--fast-malloc",

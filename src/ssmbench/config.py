@@ -8,19 +8,22 @@ Both run when Snakemake parses the workflow, so a bad config fails before any jo
 
 from __future__ import annotations
 
-import ast
 import copy
-import functools
-import hashlib
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ssmbench.io import atomic_write_text
+# What makes a record stale lives in ssmbench.staleness; these names stay importable here.
+from ssmbench.staleness import (  # noqa: F401
+    EXECUTION_KEYS,
+    record_is_stale,
+    sync_settings_marker,
+    tracked_settings,
+    training_code_digest,
+)
+from ssmbench.staleness import family_modules as _family_modules  # noqa: F401
 
 # The schema ships inside the package; workflow/schemas/params.schema.yaml links to it.
 SCHEMA_PATH = Path(__file__).with_name("params.schema.yaml")
@@ -37,17 +40,7 @@ PROTOCOL_KEYS = {
     "deterministic",
     "seed_base",
 }
-
-#: how a run executes, not what it computes (checkpointing): they never make a record
-#: stale and are left out of the settings the workflow tracks
-EXECUTION_KEYS = ("checkpoint_every", "checkpoint_min_seconds")
 PROTOCOL_KEYS |= set(EXECUTION_KEYS)
-
-
-def tracked_settings(spec: dict) -> dict:
-    """The spec as far as the result depends on it: without the EXECUTION_KEYS."""
-    settings = {k: v for k, v in spec["settings"].items() if k not in EXECUTION_KEYS}
-    return {**spec, "settings": settings}
 
 
 #: training settings every benchmark can take (a benchmark may leave them to defaults)
@@ -388,88 +381,10 @@ def benchmark_settings(
     return settings
 
 
-# The code a run's result depends on beyond its settings (relative to the package): the
-# models, the protocol (batch size, splits, loop) and the complexity counts. Its digest is
-# part of every job's settings, so changing what it does reruns the runs; plotting,
-# validation and provenance code are not here.
-TRAINING_CODE = ("train/protocol.py", "data/store.py", "complexity.py")
-#: of models/registry.py only these count (not the registry dict: registering a new family
-#: must not rerun every other family's runs)
-REGISTRY_FUNCTIONS = ("_check_value", "validate_model_params", "build_model", "supports_per_step")
-
-
-def _strip_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (
-            isinstance(body, list)
-            and body
-            and isinstance(body[0], ast.Expr)
-            and isinstance(body[0].value, ast.Constant)
-            and isinstance(body[0].value.value, str)
-        ):
-            node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
-def _family_modules(family: str) -> list[Path]:
-    """The model family's module and the models/ modules it imports, transitively
-    (MS4 -> ms4.py, s4d.py)."""
-    import sys
-
-    from ssmbench.models import FAMILIES
-
-    models_dir = Path(__file__).parent / "models"
-    todo = [Path(sys.modules[FAMILIES[family].__module__].__file__)]
-    seen: set[Path] = set()
-    while todo:
-        path = todo.pop()
-        if path in seen or not path.is_file():
-            continue
-        seen.add(path)
-        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-                todo.append(models_dir / f"{node.module.split('.')[0]}.py")
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
-                "ssmbench.models."
-            ):
-                todo.append(models_dir / f"{node.module.split('.')[2]}.py")
-    return sorted(seen)
-
-
-@functools.cache
-def _syntax(path: Path) -> bytes:
-    """A module's syntax tree without docstrings (parsed once per process)."""
-    return ast.dump(_strip_docstrings(ast.parse(path.read_text(), filename=str(path)))).encode()
-
-
-@functools.cache
-def training_code_digest(family: str | None = None) -> str:
-    """Hash of the code a run of ``family`` depends on, as syntax trees with docstrings
-    removed (editing comments, docstrings or formatting changes nothing; editing what the
-    code does changes it): the protocol, the prepared-data store, the complexity counts,
-    the registry's functions and the family's own modules. Without ``family``, every
-    model module."""
-    package = Path(__file__).parent
-    models_dir = package / "models"
-    if family is None:
-        model_files = sorted(p for p in models_dir.glob("*.py") if p.name != "__init__.py")
-    else:
-        model_files = _family_modules(family)
-    digest = hashlib.sha256()
-    for path in [package / f for f in TRAINING_CODE] + model_files:
-        digest.update(path.relative_to(package).as_posix().encode())
-        digest.update(_syntax(path))
-    registry = ast.parse((models_dir / "registry.py").read_text())
-    for node in registry.body:
-        if isinstance(node, ast.FunctionDef) and node.name in REGISTRY_FUNCTIONS:
-            digest.update(ast.dump(_strip_docstrings(node)).encode())
-    return digest.hexdigest()[:16]
-
-
 def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]:
-    """Everything a training run needs, resolved: what Snakemake passes to `ssmbench train`
-    (and tracks, so a change to any of it reruns exactly the affected jobs)."""
+    """Everything a training run needs, resolved: what `ssmbench train` runs, and what
+    `ssmbench.staleness.record_state` compares a record with (so a change to any of it
+    reruns exactly the affected runs)."""
     return {
         "benchmark": job.benchmark,
         "dataset": job.dataset,
@@ -480,68 +395,3 @@ def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]
         "prepared_dir": str(Path(params["paths"]["prepared"]) / job.benchmark / job.dataset),
         "code": training_code_digest(params["models"][job.model]["family"]),
     }
-
-
-def record_is_stale(record_path: str | Path, spec: dict) -> bool:
-    """True if a finished record was made with other settings, or other training code
-    (`training_code_digest`), than `spec` now asks for.
-
-    Snakemake's own params trigger needs its metadata (.snakemake/), which a fresh clone
-    with `dvc pull`ed records does not have; the record itself keeps what it was run
-    with, so this check works everywhere. A record that cannot be read counts as stale.
-    """
-    try:
-        record = json.loads(Path(record_path).read_text())
-    except (OSError, ValueError):
-        return True
-    protocol = record.get("protocol")
-    if isinstance(protocol, dict):
-        protocol = {k: v for k, v in protocol.items() if k not in EXECUTION_KEYS}
-    return (
-        record.get("model_params") != spec["model_params"]
-        or protocol != tracked_settings(spec)["settings"]
-        or record.get("code_digest") != spec["code"]
-    )
-
-
-def sync_settings_marker(record_path: str | Path, marker_path: str | Path, spec: dict) -> Path:
-    """Keep a run's settings marker (an input of its training job) in step with its record.
-
-    Snakemake's params trigger needs its own metadata, which a fresh clone whose records
-    came from `dvc pull` lacks; the record keeps what it was made with instead. So every
-    training job takes this marker as an input, and its modification time decides:
-
-    * a current record: the marker is dated just before the record (nothing to do);
-    * a stale record (`record_is_stale`): the marker is dated now, newer than the record,
-      and Snakemake's mtime trigger reruns exactly that job;
-    * no record: the job runs anyway.
-
-    The marker always exists, so a job's set of inputs never changes from one run to the
-    next (Snakemake would rerun a job whose input set changed).
-    """
-    record_path, marker_path = Path(record_path), Path(marker_path)
-
-    def write() -> None:
-        # rebuilt from params.yaml on every parse: atomic, but not worth an fsync each
-        text = json.dumps(tracked_settings(spec), sort_keys=True, indent=1) + "\n"
-        if not marker_path.is_file() or marker_path.read_text() != text:
-            atomic_write_text(marker_path, text, durable=False)
-
-    if not record_path.is_file():
-        write()
-        return marker_path
-    record_time = record_path.stat().st_mtime
-    if record_is_stale(record_path, spec):
-        if not marker_path.is_file() or marker_path.stat().st_mtime <= record_time:
-            atomic_write_text(
-                marker_path,
-                json.dumps(tracked_settings(spec), sort_keys=True, indent=1) + "\n",
-                durable=False,
-            )
-            if marker_path.stat().st_mtime <= record_time:  # coarse clocks: make it newer
-                os.utime(marker_path, (record_time + 1, record_time + 1))
-        return marker_path
-    if not marker_path.is_file() or marker_path.stat().st_mtime > record_time:
-        write()
-        os.utime(marker_path, (record_time - 1, record_time - 1))
-    return marker_path

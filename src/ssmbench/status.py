@@ -6,13 +6,14 @@ decided from its record ``{runs}/{benchmark}/{dataset}/{model}/fold{k}.json`` an
 run's whole output there, and a new attempt starts it afresh):
 
 ``done``
-    The record exists and was made with the current settings and training code
-    (``ssmbench.config.record_is_stale`` is false).
+    The record exists and is current: made with the current settings and training code
+    (``ssmbench.staleness.record_state``, which the workflow and ``ssmbench train`` ask
+    too).
 ``stale``
-    The record exists but was made with other settings (model hyperparameters, protocol,
-    suite overrides) or other training code: the workflow reruns it. A record that cannot
-    be read is stale too. (A stale record whose log is newer and reports an error is
-    ``failed``: its rerun failed.)
+    The record exists but is not current: made with other settings (model
+    hyperparameters, protocol, suite overrides) or other training code, or its curve file
+    is gone: the workflow reruns it. A record that cannot be read is stale too. (A stale
+    record whose log is newer and reports an error is ``failed``: its rerun failed.)
 ``failed``
     No current record, and the log reports an error (`last_error_line`): a Python
     traceback (the error line is the exception line that ends it, e.g.
@@ -46,7 +47,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ssmbench.config import Job, job_spec, record_is_stale, suite_grid
+from ssmbench.config import Job, job_spec, suite_grid
+from ssmbench.staleness import record_state
 
 STATES = ("done", "stale", "failed", "incomplete", "missing")
 
@@ -148,26 +150,6 @@ def _last_line(log_path: Path) -> str:
     return lines[-1].strip() if lines else "(empty log)"
 
 
-def _stale_reason(record_path: Path, spec: dict) -> str:
-    try:
-        record = json.loads(record_path.read_text())
-    except (OSError, ValueError) as exc:
-        return f"record unreadable ({type(exc).__name__}: {exc}); it will be rerun"
-    if not isinstance(record, dict):
-        return "record unreadable (not a JSON object); it will be rerun"
-    changed = [
-        name
-        for name, key, now in (
-            ("model hyperparameters", "model_params", spec["model_params"]),
-            ("protocol settings", "protocol", spec["settings"]),
-        )
-        if record.get(key) != now
-    ]
-    if record.get("code_digest") != spec["code"]:
-        changed.append(f"training code ({record.get('code_digest')} -> {spec['code']})")
-    return "changed since the record: " + ", ".join(changed)
-
-
 def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
     """The state of one run (see the module docstring)."""
     root = Path(root)
@@ -191,8 +173,8 @@ def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
     except FileNotFoundError:
         record_mtime = None
     if record_mtime is not None:
-        spec = job_spec(params, job)
-        if not record_is_stale(record, spec):
+        state = record_state(record, job_spec(params, job))
+        if state.current:
             return status("done")
         try:
             rerun_failed = log.stat().st_mtime > record_mtime and last_error_line(log)
@@ -200,7 +182,7 @@ def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
             rerun_failed = None
         if rerun_failed:
             return status("failed", rerun_failed)
-        return status("stale", _stale_reason(record, spec))
+        return status("stale", state.why)
     try:
         error = last_error_line(log)
     except FileNotFoundError:

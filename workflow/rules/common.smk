@@ -1,10 +1,12 @@
-# The suite's grid, path helpers and input functions. At parse time check_params()
-# cross-checks params.yaml (suites -> known datasets/models, model hyperparameters) and
+# The suite's grid, path helpers and input functions: wiring only, the decisions are the
+# ssmbench package's (what is stale: ssmbench.staleness; a run's resources:
+# ssmbench.resources). At parse time check_params() cross-checks params.yaml (suites ->
+# known datasets/models, model hyperparameters), TrainResources() resources.train, and
 # check_suite_sources() that every dataset can be had, so a bad config or a missing
 # archive folder stops the workflow before any job runs.
 import functools
-import json
 import shlex
+import sys
 from pathlib import Path
 
 from ssmbench.data.sources import data_settings, derived_base
@@ -14,12 +16,11 @@ from ssmbench.config import (
     check_params,
     check_suite_sources,
     job_spec,
-    sync_settings_marker,
     suite_datasets,
     suite_grid,
-    tracked_settings,
 )
-from ssmbench.data.catalog import catalog
+from ssmbench.resources import TrainResources
+from ssmbench.staleness import settings_marker_path, sync_settings_marker
 from snakemake.logging import logger
 
 check_params(config)
@@ -29,6 +30,7 @@ SUITE = config["suite"]
 PATHS = config["paths"]
 GRID = suite_grid(config)
 DATASETS = suite_datasets(config)
+TRAIN_RESOURCES = TrainResources(config)
 
 
 wildcard_constraints:
@@ -52,23 +54,20 @@ def job_of(wildcards):
 
 @functools.cache
 def spec_of(job):
-    """job_spec once per job: train_spec and settings_marker both need it, and Snakemake
-    evaluates params more than once per job (5,000+ jobs on the paper grid)."""
+    """job_spec once per job: Snakemake evaluates input functions more than once per job
+    (5,000+ jobs on the paper grid)."""
     return job_spec(config, job)
 
 
-def train_spec(wildcards):
-    """The resolved settings of one run. Snakemake tracks rule params, so editing the
-    protocol, the model's hyperparameters or the suite's overrides reruns exactly the runs
-    they change."""
-    return json.dumps(tracked_settings(spec_of(job_of(wildcards))), sort_keys=True)
-
-
 def settings_marker(wildcards):
-    """Every run's extra input: a small file holding its settings, whose age says whether
-    the run's record is current (see ssmbench.config.sync_settings_marker)."""
+    """Every run's extra input: a small file holding its settings, under paths.settings
+    (not versioned: neither git nor DVC tracks it). It exists because Snakemake's own
+    params trigger needs its metadata (.snakemake/), which a fresh clone whose records
+    came from `dvc pull` lacks: the record itself says what it was made with, and the
+    marker's age carries ssmbench.staleness.record_state to Snakemake's mtime trigger
+    (newer than the record: rerun; see sync_settings_marker)."""
     job = job_of(wildcards)
-    marker = Path(PATHS["logs"]) / "settings" / job.record_path("").with_suffix(".json")
+    marker = settings_marker_path(PATHS["settings"], job.record_path(""))
     return str(sync_settings_marker(job.record_path(PATHS["runs"]), marker, spec_of(job)))
 
 
@@ -88,101 +87,34 @@ def prepare_inputs(wildcards):
     return inputs
 
 
-# --- Resources of a training job (params.yaml `resources.train`; README "On a cluster").
-# Resolved per run from the dataset's size class (by the catalog's N x C x L, so no
-# dataset file is opened) and the model: default -> sizes[class] -> models[model]
-# -> models[model].sizes[class]. Retries ask for more: attempt x mem_mb and runtime.
-TRAIN_RESOURCES = config["resources"]["train"]
-SIZE_CLASSES = list(TRAIN_RESOURCES["sizes"])
-CLASS_KEYS = ("max_values", "group")
-CATALOG_VALUES = {
-    (entry.benchmark, entry.name): (
-        entry.N * entry.C * entry.L if None not in (entry.N, entry.C, entry.L) else None
-    )
-    for entry in catalog()
-}
-
-
-def check_train_resources():
-    """What the schema cannot check: model names and size-class names that exist."""
-    where = "params.yaml resources.train"
-    for model, entry in TRAIN_RESOURCES.get("models", {}).items():
-        if model not in config["models"]:
-            raise ValueError(
-                f"{where}.models.{model}: no such model in params.yaml `models` "
-                f"(known: {', '.join(sorted(config['models']))}); fix or remove the entry"
-            )
-        for size in entry.get("sizes", {}):
-            if size not in SIZE_CLASSES:
-                raise ValueError(
-                    f"{where}.models.{model}.sizes.{size}: no such size class "
-                    f"(resources.train.sizes has {', '.join(SIZE_CLASSES)})"
-                )
-    for name in SIZE_CLASSES[:-1]:
-        if "max_values" not in TRAIN_RESOURCES["sizes"][name]:
-            raise ValueError(
-                f"{where}.sizes.{name}: only the last size class may omit max_values "
-                "(it takes every larger or unknown dataset)"
-            )
-
-
-check_train_resources()
-
-
-def size_class(benchmark, dataset):
-    """The size class of a dataset: the first whose max_values its catalog N x C x L does
-    not exceed; a dataset of unknown size (or not in the catalog) takes the last class."""
-    source = config["benchmarks"][benchmark].get("source", benchmark)
-    values = CATALOG_VALUES.get((source, dataset))
-    if values is not None:
-        for name in SIZE_CLASSES:
-            limit = TRAIN_RESOURCES["sizes"][name].get("max_values")
-            if limit is None or values <= limit:
-                return name
-    return SIZE_CLASSES[-1]
-
-
-def train_resources_of(benchmark, dataset, model):
-    """The resolved resources of one run, before any retry."""
-    size = size_class(benchmark, dataset)
-    model_entry = TRAIN_RESOURCES.get("models", {}).get(model, {})
-    resolved = dict(TRAIN_RESOURCES["default"])
-    resolved.update(
-        {k: v for k, v in TRAIN_RESOURCES["sizes"][size].items() if k not in CLASS_KEYS}
-    )
-    resolved.update({k: v for k, v in model_entry.items() if k != "sizes"})
-    resolved.update(model_entry.get("sizes", {}).get(size, {}))
-    resolved.setdefault("cpus_per_task", resolved["threads"])
-    return resolved
+# --- Resources of a training job (params.yaml `resources.train`; README "On a cluster"),
+# resolved per run by ssmbench.resources.TrainResources.
 
 
 def train_resource(key):
     """A `resources:` entry of rule train; mem_mb and runtime grow with each attempt."""
 
     def get(wildcards, attempt):
-        value = train_resources_of(wildcards.benchmark, wildcards.dataset, wildcards.model)
-        value = value.get(key, "" if key in ("gpu_model", "slurm_extra") else 0)
-        return value * attempt if key in ("mem_mb", "runtime") else value
+        return TRAIN_RESOURCES.value(
+            key, wildcards.benchmark, wildcards.dataset, wildcards.model, attempt
+        )
 
     return get
 
 
 def train_threads(wildcards):
-    return train_resources_of(wildcards.benchmark, wildcards.dataset, wildcards.model)[
-        "threads"
-    ]
+    return TRAIN_RESOURCES.value("threads", wildcards.benchmark, wildcards.dataset, wildcards.model)
 
 
 def train_group(wildcards):
     """Runs of a size class with group: true share SLURM jobs (group train_<class>);
     `group-components: train_<class>=N` in the slurm profile puts N runs in one job.
     Other runs are not grouped. Ignored by local runs."""
-    size = size_class(wildcards.benchmark, wildcards.dataset)
-    if not TRAIN_RESOURCES["sizes"][size].get("group"):
-        return None
-    keep_going_inside_slurm_job()
-    warn_group_layout(f"train_{size}")
-    return f"train_{size}"
+    group = TRAIN_RESOURCES.group(wildcards.benchmark, wildcards.dataset)
+    if group is not None:
+        keep_going_inside_slurm_job()
+        warn_group_layout(group)
+    return group
 
 
 GROUP_LAYOUT_CHECKED = set()
@@ -219,19 +151,12 @@ def keep_going_inside_slurm_job():
         settings.keep_going = True
 
 
-def train_entries_with(key):
-    """Whether any entry of resources.train sets `key` (string resources are declared
-    by rule train only then: an empty gpu_model or slurm_extra is not passed on)."""
-    models = TRAIN_RESOURCES.get("models", {}).values()
-    entries = [TRAIN_RESOURCES["default"], *TRAIN_RESOURCES["sizes"].values(), *models]
-    entries += [size for entry in models for size in entry.get("sizes", {}).values()]
-    return any(key in entry for entry in entries)
-
-
-USES_GPU_MODEL = train_entries_with("gpu_model")
-USES_SLURM_EXTRA = train_entries_with("slurm_extra")
+USES_GPU_MODEL = TRAIN_RESOURCES.sets("gpu_model")
+USES_SLURM_EXTRA = TRAIN_RESOURCES.sets("slurm_extra")
 
 
 def cli():
-    """`ssmbench` with the suite this workflow runs (so --config suite=... reaches jobs)."""
-    return f"ssmbench --suite {shlex.quote(SUITE)}"
+    """The `ssmbench` of the Python that runs Snakemake (no `ssmbench` on PATH needed; a
+    SLURM job step runs the same path on a shared filesystem), with the suite this
+    workflow runs (so --config suite=... reaches jobs)."""
+    return f"{shlex.quote(sys.executable)} -m ssmbench --suite {shlex.quote(SUITE)}"

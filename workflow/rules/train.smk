@@ -1,21 +1,7 @@
 # One job per (benchmark, dataset, model, fold); each writes one record and its curve.
-# Resources per run come from params.yaml (resources.train, resolved in common.smk); on
-# SLURM, runs of a size class with group: true are bundled into group jobs.
-import sys
-
-# A run whose record already exists and is current (same settings and training code,
-# ssmbench.config.record_is_stale) is never redone: the job keeps the record and only
-# notes it in its log. Snakemake can schedule such a job again: a retried group job runs
-# all of its runs again (`--force`), and a workflow-code change triggers reruns.
-PYTHON = shlex.quote(sys.executable)
-KEEP_CURRENT_RECORD = (
-    "import json, sys; from pathlib import Path; "
-    "from ssmbench.config import record_is_stale; "
-    "record, curve, spec = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3]); "
-    "sys.exit(0 if record.is_file() and curve.is_file() and not record_is_stale(record, spec) "
-    "else 1)"
-)
-
+# Resources per run come from params.yaml (resources.train, resolved by
+# ssmbench.resources); on SLURM, runs of a size class with group: true are bundled into
+# group jobs. A job reruns when its settings marker (common.smk) is newer than its record.
 rule train:
     input:
         prepared=f"{PATHS['prepared']}/{{benchmark}}/{{dataset}}",
@@ -23,17 +9,16 @@ rule train:
     output:
         # update(): Snakemake deletes a job's outputs before running it, and runs a job again
         # on a retry (of its group) even if its record was made; with update() the record
-        # stays and the shell command below keeps it when it is current.
+        # stays and `ssmbench train` keeps it when it is current.
         record=update(f"{PATHS['runs']}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.json"),
         curve=update(f"{PATHS['runs']}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.curve.csv"),
     log:
         f"{PATHS['logs']}/train/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.log",
     params:
-        spec=train_spec,
         cli=cli(),
     threads: train_threads
     resources:
-        # per run from params.yaml resources.train (common.smk: size class, model, attempt)
+        # per run from params.yaml resources.train (size class, model, attempt)
         mem_mb=train_resource("mem_mb"),
         runtime=train_resource("runtime"),
         cpus_per_task=train_resource("cpus_per_task"),
@@ -47,11 +32,12 @@ rule train:
     shell:
         # On SLURM the run uses the CPUs its job step was given (cpus_per_task); locally
         # Snakemake's {threads}. `exec`: signals (SLURM's SIGTERM) reach the run itself.
-        "if {PYTHON} -c {KEEP_CURRENT_RECORD:q} {output.record:q} {output.curve:q} {params.spec:q}; "
-        "then echo \"$(date -Is) {output.record} is current: kept, not trained again\" >> {log}; "
-        "else SSMBENCH_ATTEMPT={resources.attempt} exec {params.cli} train --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} "
+        # A current record (ssmbench.staleness.record_state) is kept, not trained again,
+        # and the log says so: a retried group job runs all of its runs again, and a
+        # workflow-code change reruns jobs.
+        "SSMBENCH_ATTEMPT={resources.attempt} exec {params.cli} train --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} "
         "--model {wildcards.model} --fold {wildcards.fold} "
-        "--threads ${{SLURM_CPUS_PER_TASK:-{threads}}} --record {output.record} > {log} 2>&1; fi"
+        "--threads ${{SLURM_CPUS_PER_TASK:-{threads}}} --record {output.record} > {log} 2>&1"
 
 
 rule runs:

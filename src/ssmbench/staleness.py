@@ -1,0 +1,277 @@
+"""Whether a run's record is current: made with the settings and the training code a run
+of it would use now.
+
+One function decides it, `record_state`; the workflow (through each run's settings
+marker, `sync_settings_marker`), `ssmbench train` (which keeps a current record instead of
+training again) and `ssmbench status` all call it. A record keeps what it was made with
+(``model_params``, ``protocol``, ``code_digest``), so the answer needs nothing but the
+record: it holds in a fresh clone whose records came from `dvc pull`.
+
+The code digest (`training_code_digest`) covers the code a run's result depends on beyond
+its settings (`digested_modules`): the train package, the prepared-data store, the
+complexity counts, the model registry's functions and the run's own model family.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ssmbench.io import atomic_write_text
+
+PACKAGE = Path(__file__).parent
+
+#: protocol keys that say how a run executes (checkpointing), not what it computes: they
+#: never make a record stale and are left out of the settings the workflow tracks
+EXECUTION_KEYS = ("checkpoint_every", "checkpoint_min_seconds")
+
+#: modules of the train package a result does not depend on, and why
+NOT_RESULT_CODE = {
+    "train/records.py": "provenance only: where and with what a run was made",
+}
+#: single modules a result depends on beyond the train package (relative to the package)
+RESULT_MODULES = ("data/store.py", "complexity.py")
+#: of models/, the modules no one family's result depends on: the package's re-exports
+#: and the family table (registering a new family must not rerun the other families)
+MODELS_NOT_WALKED = ("models/__init__.py", "models/families.py")
+
+
+def tracked_settings(spec: dict) -> dict:
+    """The spec as far as the result depends on it: without the EXECUTION_KEYS."""
+    settings = {k: v for k, v in spec["settings"].items() if k not in EXECUTION_KEYS}
+    return {**spec, "settings": settings}
+
+
+# --- the code digest -------------------------------------------------------------------
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(body, list)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def _module_file(name: str) -> Path | None:
+    """The file of an ``ssmbench.*`` module (a module or a package's __init__.py)."""
+    parts = name.split(".")
+    if parts[0] != "ssmbench":
+        return None
+    base = PACKAGE.joinpath(*parts[1:])
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imported_modules(path: Path) -> set[Path]:
+    """The ssmbench modules a module imports (`import`, `from x import y`, relative or
+    absolute; `from package import module` counts the module)."""
+    package = ".".join(("ssmbench", *path.relative_to(PACKAGE).with_suffix("").parts))
+    if path.name != "__init__.py":
+        package = package.rpartition(".")[0]
+    else:
+        package = package.removesuffix(".__init__")
+    found: set[Path] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{node.module}" if node.module else anchor
+            else:
+                base = node.module or ""
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        for name in names:
+            module = _module_file(name)
+            if module is not None:
+                found.add(module)
+    return found
+
+
+def walk_modules(start: Path, within: Path, skip: tuple[str, ...] = ()) -> list[Path]:
+    """`start` and the modules under `within` it imports, transitively. Not followed:
+    `within`'s own __init__.py (a package's re-exports would pull in all of it) and the
+    files named in `skip` (relative to the package)."""
+    skip = (*skip, (within / "__init__.py").relative_to(PACKAGE).as_posix())
+    todo, seen = [start], set()
+    while todo:
+        path = todo.pop()
+        if path in seen or (path != start and path.relative_to(PACKAGE).as_posix() in skip):
+            continue
+        seen.add(path)
+        todo += [p for p in _imported_modules(path) if p.is_relative_to(within)]
+    return sorted(seen)
+
+
+def family_modules(family: str) -> list[Path]:
+    """The model family's module and the models/ modules it imports, transitively
+    (MS4 -> ms4.py, s4d.py)."""
+    import sys
+
+    from ssmbench.models import FAMILIES
+
+    start = Path(sys.modules[FAMILIES[family].__module__].__file__)
+    return walk_modules(start, PACKAGE / "models", MODELS_NOT_WALKED)
+
+
+def digested_modules(family: str | None = None) -> list[Path]:
+    """The modules a run of ``family`` depends on, in the digest's order: every module of
+    the train package but NOT_RESULT_CODE, the data store and what it imports from data/,
+    the complexity counts, models/registry.py whole (the registry's functions; its import
+    of the family table is not followed), and the family's own modules. Without
+    ``family``, every models/ module but MODELS_NOT_WALKED."""
+    train = [
+        p
+        for p in sorted((PACKAGE / "train").rglob("*.py"))
+        if p.relative_to(PACKAGE).as_posix() not in NOT_RESULT_CODE
+    ]
+    store = walk_modules(PACKAGE / RESULT_MODULES[0], PACKAGE / "data")
+    others = [PACKAGE / name for name in RESULT_MODULES[1:]]
+    models = PACKAGE / "models"
+    if family is None:
+        model_files = [
+            p
+            for p in sorted(models.rglob("*.py"))
+            if p.relative_to(PACKAGE).as_posix() not in MODELS_NOT_WALKED
+        ]
+    else:
+        model_files = family_modules(family)
+    ordered = [*train, *store, *others, models / "registry.py", *model_files]
+    return list(dict.fromkeys(ordered))
+
+
+@functools.cache
+def _syntax(path: Path) -> bytes:
+    """A module's syntax tree without docstrings (parsed once per process)."""
+    return ast.dump(_strip_docstrings(ast.parse(path.read_text(), filename=str(path)))).encode()
+
+
+@functools.cache
+def training_code_digest(family: str | None = None) -> str:
+    """Hash of `digested_modules(family)` as syntax trees with docstrings removed: editing
+    comments, docstrings or formatting changes nothing; editing what the code does
+    changes it."""
+    digest = hashlib.sha256()
+    for path in digested_modules(family):
+        digest.update(path.relative_to(PACKAGE).as_posix().encode())
+        digest.update(_syntax(path))
+    return digest.hexdigest()[:16]
+
+
+# --- the state of a record -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecordState:
+    """Whether a record is current; if not, why (one phrase per reason)."""
+
+    current: bool
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def why(self) -> str:
+        return "; ".join(self.reasons)
+
+
+def record_state(record_path: str | Path, spec: dict) -> RecordState:
+    """Whether the record at ``record_path`` was made with the settings (but
+    EXECUTION_KEYS), model hyperparameters and training code (`training_code_digest`)
+    that ``spec`` (`ssmbench.config.job_spec`) asks for, and its curve file is there. A
+    missing or unreadable record is not current."""
+    record_path = Path(record_path)
+    try:
+        record = json.loads(record_path.read_text())
+    except FileNotFoundError:
+        return RecordState(False, ("no record",))
+    except (OSError, ValueError) as exc:
+        return RecordState(
+            False, (f"record unreadable ({type(exc).__name__}: {exc}); it will be rerun",)
+        )
+    if not isinstance(record, dict):
+        return RecordState(False, ("record unreadable (not a JSON object); it will be rerun",))
+    protocol = record.get("protocol")
+    if isinstance(protocol, dict):
+        protocol = {k: v for k, v in protocol.items() if k not in EXECUTION_KEYS}
+    changed = [
+        name
+        for name, then, now in (
+            ("model hyperparameters", record.get("model_params"), spec["model_params"]),
+            ("protocol settings", protocol, tracked_settings(spec)["settings"]),
+        )
+        if then != now
+    ]
+    if record.get("code_digest") != spec["code"]:
+        changed.append(f"training code ({record.get('code_digest')} -> {spec['code']})")
+    reasons = ["changed since the record: " + ", ".join(changed)] if changed else []
+    curve = record.get("curve_file")
+    if isinstance(curve, str) and not (record_path.parent / curve).is_file():
+        reasons.append(f"its curve file {curve} is missing")
+    return RecordState(not reasons, tuple(reasons))
+
+
+def record_is_stale(record_path: str | Path, spec: dict) -> bool:
+    """`record_state` as a yes/no: True if the record is not current."""
+    return not record_state(record_path, spec).current
+
+
+# --- the settings marker ---------------------------------------------------------------
+
+
+def settings_marker_path(settings_dir: str | Path, record_relative: str | Path) -> Path:
+    """A run's settings marker: ``{paths.settings}/{benchmark}/{dataset}/{model}/fold{k}.json``
+    (``record_relative`` is the record's path relative to paths.runs)."""
+    return Path(settings_dir) / Path(record_relative).with_suffix(".json")
+
+
+def sync_settings_marker(record_path: str | Path, marker_path: str | Path, spec: dict) -> Path:
+    """Keep a run's settings marker (an input of its training job) in step with its record.
+
+    Snakemake's own params trigger needs its metadata (.snakemake/), which a fresh clone
+    whose records came from `dvc pull` lacks. So every training job takes this marker as
+    an input, and its modification time carries `record_state` to Snakemake:
+
+    * a current record: the marker is dated just before the record (nothing to do);
+    * a record that is not current: the marker is dated now, newer than the record, and
+      Snakemake's mtime trigger reruns exactly that job;
+    * no record: the job runs anyway.
+
+    The marker always exists, so a job's set of inputs never changes from one run to the
+    next (Snakemake would rerun a job whose input set changed).
+    """
+    record_path, marker_path = Path(record_path), Path(marker_path)
+    # rebuilt from params.yaml on every parse: atomic, but not worth an fsync each
+    text = json.dumps(tracked_settings(spec), sort_keys=True, indent=1) + "\n"
+
+    def write(always: bool = False) -> None:
+        if always or not marker_path.is_file() or marker_path.read_text() != text:
+            atomic_write_text(marker_path, text, durable=False)
+
+    if not record_path.is_file():
+        write()
+        return marker_path
+    record_time = record_path.stat().st_mtime
+    if not record_state(record_path, spec).current:
+        if not marker_path.is_file() or marker_path.stat().st_mtime <= record_time:
+            write(always=True)
+            if marker_path.stat().st_mtime <= record_time:  # coarse clocks: make it newer
+                os.utime(marker_path, (record_time + 1, record_time + 1))
+        return marker_path
+    if not marker_path.is_file() or marker_path.stat().st_mtime > record_time:
+        write()
+        os.utime(marker_path, (record_time - 1, record_time - 1))
+    return marker_path
