@@ -33,7 +33,8 @@ import pandas as pd
 from ssmbench.io import atomic_write, atomic_write_text
 from ssmbench.train.records import PROVENANCE_KEYS
 
-#: Key order of a run record (docs/contracts.md); metrics.csv columns follow it.
+#: Key order of a run record (docs/contracts.md); metrics.csv columns follow it, less
+#: ``NOT_IN_METRICS``.
 RECORD_KEYS = (
     "benchmark",
     "dataset",
