@@ -369,3 +369,22 @@ def test_stop_while_the_record_is_written_keeps_the_checkpoint(
     assert not any(line.startswith("epoch ") for line in lines), lines
     assert_same_run(record, early_stop_reference)
     assert not checkpoint.exists()
+
+
+def test_adamw_with_parameter_groups_resumes_exactly(project, tmp_path, monkeypatch):
+    """AdamW over the _optim-hint groups (weight decay on the ordinary weights only): the
+    checkpoint holds each group's state, and the resumed run equals the uninterrupted one."""
+    spec = spec_of(project, 4, optimizer="adamw", weight_decay=0.05)
+    reference = tmp_path / "reference" / "fold0.json"
+    run_job(spec, reference, log=quiet)
+    record, checkpoint = tmp_path / "fold0.json", tmp_path / "ckpt" / "fold0.pt"
+    signal_at_training_batch(monkeypatch, 9 + 4)
+    with pytest.raises(TrainingInterrupted):
+        run_job(spec, record, log=quiet, checkpoint_path=checkpoint)
+    groups = torch.load(checkpoint, weights_only=True)["optimizer"]["param_groups"]
+    assert sorted(g["weight_decay"] for g in groups) == [0.0, 0.05]
+    monkeypatch.undo()
+    lines = []
+    run_job(spec, record, log=lines.append, checkpoint_path=checkpoint)
+    assert any(line.startswith("resumed from") for line in lines), lines
+    assert_same_run(record, reference)
