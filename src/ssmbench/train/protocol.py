@@ -312,7 +312,9 @@ class _DeepTraining:
         self.digest = ckpt.settings_digest(run.spec) if checkpoint_path is not None else None
         self.state = ckpt.TrainingState()
         self.resumed = False
-        self.started = time.perf_counter()  # training time is counted from here
+        self.started = time.perf_counter()  # training time is counted from here (`train`)
+        self.last_save = self.started  # when the last checkpoint was written
+        self.train_seconds = self.test_seconds = 0.0
         log(
             f"[{self.name}] seed={run.seed} device={run.device} train={len(self.data.train_idx)} "
             f"val={len(self.data.val_idx)} test={len(self.data.test_idx)} "
