@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from ssmbench.config import EXECUTION_KEYS
 from ssmbench.io import atomic_write
+from ssmbench.staleness import EXECUTION_KEYS
 
 #: Exit status of a run stopped by SIGTERM/SIGUSR1 (sysexits' EX_TEMPFAIL, "try again
 #: later"): its checkpoint is written and the next attempt resumes from it. Snakemake
