@@ -19,6 +19,7 @@ from ssmbench.config import (
     suite_datasets,
     suite_grid,
 )
+from ssmbench.report.outputs import output_paths
 from ssmbench.resources import TrainResources
 from ssmbench.staleness import settings_marker_path, sync_settings_marker
 from snakemake.logging import logger
@@ -46,6 +47,13 @@ def record_paths():
 
 def prepared_dirs():
     return [f"{PATHS['prepared']}/{b}/{d}" for b, d in DATASETS]
+
+
+def report_files(kind):
+    """The report's files of one kind, for the suite's benchmarks (named by
+    ssmbench.report.outputs)."""
+    benchmarks = sorted({job.benchmark for job in GRID})
+    return output_paths(PATHS["results"], PATHS["figures"], benchmarks, kind)
 
 
 def job_of(wildcards):
