@@ -3,7 +3,11 @@ reproduces its average parameter count and MMac per MONSTER domain (each domain'
 built with their own C, K, L from the catalog): MS4N and MS4 exactly (to the digits the
 paper prints), every other model within 5%. A published MMac printed with two decimals
 also matches when ours rounds to it (Mamba1's 0.01 and 0.07: 5% of 0.01 is below the
-printing precision)."""
+printing precision). The families whose module documents a closer fit (GRU and LSTM to the
+parameter, Mamba to the unit, ConvTran's MMac to the digits printed) are held to it, and
+FCN's documented gaps to their size.
+
+The comparison (every model built for every MONSTER dataset) is computed once per session."""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ TOLERANCE = 0.05
 EXACT = ("MS4N", "MS4")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def comparison():
     table = table4_comparison(MODELS)
     return table[table["params"].notna()]  # deep models (non-deep: "not applicable")
@@ -42,6 +46,8 @@ def test_ms4n_and_ms4_exactly(comparison):
     for r in rows.itertuples():
         assert round(r.params) == r.params_paper, (r.model, r.domain)
         assert _printed(r.mmac, r.mmac_paper), (r.model, r.domain, r.mmac, r.mmac_paper)
+        digits = 3 if r.mmac_paper < 10 else 2  # the digits Table 4 prints
+        assert r.mmac == pytest.approx(r.mmac_paper, abs=0.6 * 10 ** -(digits - 1)), r.domain
 
 
 def _declared_gap(model: str, key: str, domain: str) -> str | None:
@@ -70,3 +76,48 @@ def test_other_models_within_five_percent_or_a_declared_gap(comparison):
     assert not misses, "\n".join(misses)
     # a gap declared for one domain must be a real gap (so the declarations cannot rot)
     assert not declared_but_matching, declared_but_matching
+
+
+def _rows(comparison, model: str) -> dict:
+    rows = {r.domain: r for r in comparison[comparison["model"] == model].itertuples()}
+    assert len(rows) == 6, model
+    return rows
+
+
+@pytest.mark.parametrize("model", ["Mamba1", "Mamba2"])
+def test_mamba_params_to_the_unit_and_mmac_as_printed(comparison, model):
+    """Params within 0.01% (exact up to the average's rounding); MMac within 5%, or within
+    the published figure's rounding (0.005 MMac) where that is larger, and rounding to the
+    printed figure except Mamba2/Audio (250.62 vs 250.47, +0.06%: models/mamba.py)."""
+    for domain, r in _rows(comparison, model).items():
+        assert abs(r.params / r.params_paper - 1) < 1e-4, (domain, r.params, r.params_paper)
+        assert abs(r.mmac - r.mmac_paper) <= max(0.05 * r.mmac_paper, 0.005), domain
+        if model == "Mamba1" or domain != "Audio":
+            assert round(r.mmac, 2) == pytest.approx(r.mmac_paper), (domain, r.mmac)
+
+
+def test_convtran_mmac_to_the_digits_printed(comparison):
+    for domain, r in _rows(comparison, "ConvTran").items():
+        assert r.params == pytest.approx(r.params_paper, rel=0.002), domain
+        assert round(r.mmac, 2) == pytest.approx(r.mmac_paper, abs=1e-9), domain
+
+
+@pytest.mark.parametrize("model", ["GRU", "LSTM", "HInception"])
+def test_recurrent_and_inception(comparison, model):
+    """GRU and LSTM (reconstructed from Table 4): every published parameter count to the
+    parameter; all three: params within 5%, MMac within 0.5% (two printed decimals)."""
+    for domain, r in _rows(comparison, model).items():
+        if model in ("GRU", "LSTM"):
+            assert r.params == pytest.approx(r.params_paper, abs=0.6), domain
+        assert r.params == pytest.approx(r.params_paper, rel=0.05), domain
+        assert r.mmac == pytest.approx(r.mmac_paper, rel=0.005), domain
+
+
+def test_fcn_params_and_known_gaps(comparison):
+    """FCN: params within 5% except Counts (-7.3%); MMac 23-31% below ptflops' count."""
+    for domain, r in _rows(comparison, "FCN").items():
+        if domain == "Counts":
+            assert r.params / r.params_paper - 1 == pytest.approx(-0.0733, abs=0.001)
+        else:
+            assert r.params == pytest.approx(r.params_paper, rel=0.05), domain
+        assert 0.65 < r.mmac_paper / r.mmac < 0.80, domain  # documented, not reproduced

@@ -1,5 +1,6 @@
-"""Tests for the ConvTran family (ssmbench.models.convtran): model contract, eRPE/tAPE,
-parameter count and the MS4N paper's Table 4 complexity figures."""
+"""Tests for the ConvTran family (ssmbench.models.convtran): eRPE/tAPE, the construction
+shape check, the parameter count and the MAC conventions. (The model contract:
+tests/test_model_contract.py; Table 4: tests/test_table4.py.)"""
 
 from __future__ import annotations
 
@@ -9,12 +10,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ssmbench.complexity import count_params, domain_averages, mmac
+from ssmbench.complexity import count_params, mmac
 from ssmbench.models.convtran import TAPE, ConvTranClassifier, ERPEAttention, pool_factor
-
-# Small but covering: C = 1 and 1345, L = 8 and 2500, K = 2 and 82. (C = 1345 with a long L
-# would make the (B, 4d, C, L) temporal feature map large; the contract is shape-generic.)
-SHAPES = [(1, 2, 8), (1345, 82, 8), (1, 82, 2500), (3, 2, 37)]
 
 
 def _build(C: int, K: int, L: int, seed: int = 0, **hp) -> ConvTranClassifier:
@@ -28,55 +25,7 @@ def _reference_formula(C: int, K: int, L: int) -> int:
     return 22_336 + 4_096 * C + 8 * (2 * Lp - 1) + 33 * K
 
 
-# --- contract ---------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("C,K,L", SHAPES)
-def test_forward_shape_and_batch_of_one(C, K, L):
-    model = _build(C, K, L)
-    x = torch.randn(2, C, L)
-    assert model(x).shape == (2, K)
-    model.train()
-    out = model(torch.randn(1, C, L))  # batch of one in training mode (BatchNorm)
-    assert out.shape == (1, K)
-    assert torch.isfinite(out).all()
-
-
-def test_one_step_lowers_loss():
-    C, K, L = 3, 4, 40
-    model = _build(C, K, L, dropout=0.0)
-    gen = torch.Generator().manual_seed(1)
-    x = torch.randn(8, C, L, generator=gen)
-    y = torch.randint(0, K, (8,), generator=gen)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    model.train()
-    before = F.cross_entropy(model(x), y)
-    opt.zero_grad()
-    before.backward()
-    opt.step()
-    with torch.no_grad():
-        after = F.cross_entropy(model(x), y)
-    assert after.item() < before.item()
-    assert model.attention.relative_bias_table.grad is not None  # eRPE is trained
-
-
-def test_same_seed_same_output():
-    x = torch.randn(3, 5, 30)
-    a, b, c = _build(5, 3, 30, seed=7), _build(5, 3, 30, seed=7), _build(5, 3, 30, seed=8)
-    for m in (a, b, c):
-        m.eval()
-    with torch.no_grad():
-        assert torch.equal(a(x), b(x))
-        assert not torch.equal(a(x), c(x))
-
-
-@pytest.mark.parametrize("mode", ["train", "eval"])
-def test_constant_input_no_nan(mode):
-    model = _build(4, 3, 20)
-    getattr(model, mode)()
-    for value in (0.0, 3.5):
-        out = model(torch.full((2, 4, 20), value))
-        assert torch.isfinite(out).all()
+# --- construction ----------------------------------------------------------------------------
 
 
 def test_wrong_length_or_channels_raises():
@@ -103,12 +52,6 @@ def test_hyperparams_declared():
     assert original(torch.randn(2, 2, 50)).shape == (2, 3)
     with pytest.raises(ValueError):
         ConvTranClassifier(2, 3, 50, d_model=20, n_heads=8)
-
-
-def test_meta_device_forward():
-    model = _build(2, 3, 300).to("meta")
-    out = model(torch.empty(2, 2, 300, device="meta"))
-    assert out.shape == (2, 3) and out.device.type == "meta"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
@@ -203,20 +146,6 @@ def test_paper_convention_is_ptflops_functional_count(C, K, L):
     double = 4 * 32 * C * L + 2 * 32 * L + 256 * Lp + 32 * Lp
     full = base - double + attn + 3 * Lp * 32
     assert mmac(model, C, L, device="meta", convention="full") * 1e6 == pytest.approx(full)
-
-
-def test_table4_params_and_mmac():
-    from ssmbench.report.reference import load_published_domains_monster
-
-    pub = load_published_domains_monster()
-    pub = pub[pub["model"] == "ConvTran"]
-    ours = domain_averages("ConvTran", None, builder=lambda C, K, L: ConvTranClassifier(C, K, L))
-    assert set(ours) == set(pub["domain"])
-    for domain, v in ours.items():
-        row = pub[pub["domain"] == domain].set_index("metric")["value"]
-        assert v["params"] == pytest.approx(row["Param"], rel=0.002), domain
-        # the MMac column is reproduced to the two decimals printed
-        assert round(v["mmac"], 2) == pytest.approx(row["FLOPs"], abs=1e-9), domain
 
 
 def test_registry_entry(monkeypatch):

@@ -1,5 +1,6 @@
-"""Tests for ssmbench.models.mamba: the parallel scans against step-by-step recurrences, the
-Mamba1/Mamba2 classifiers' model contract, and their fidelity to the MS4N paper's Table 4."""
+"""Tests for ssmbench.models.mamba and mamba_scan: the parallel scans against step-by-step
+recurrences, the mixers, the classifiers' sizes and MAC conventions, the fused kernels. (The
+model contract: tests/test_model_contract.py; Table 4: tests/test_table4.py.)"""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ssmbench.complexity import count_params, domain_averages, mmac
+from ssmbench.complexity import count_params, mmac
 from ssmbench.models import _check_value
 from ssmbench.models.mamba import (
     MODEL_ENTRIES,
@@ -177,75 +178,7 @@ def test_mixer_reference_initialisation():
     assert torch.equal(m2.D, torch.ones(16))
 
 
-# --- classifier contract ---------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.parametrize("C,L,K", [(1, 8, 2), (1345, 8, 82), (1, 2500, 82), (1345, 2500, 2)])
-def test_forward_shapes(name, C, L, K):
-    model = _build(name, C, K, L)
-    with torch.no_grad():
-        out = model(torch.randn(2, C, L))
-    assert out.shape == (2, K) and out.dtype == torch.float32
-    assert torch.isfinite(out).all()
-
-
-@pytest.mark.parametrize("name", sorted(CLASSES))
-def test_one_step_lowers_loss(name):
-    torch.manual_seed(1)
-    x, y = torch.randn(8, 3, 40), torch.randint(0, 4, (8,))
-    model = _build(name, 3, 4, 40)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss0 = F.cross_entropy(model(x), y)
-    opt.zero_grad()
-    loss0.backward()
-    assert all(p.grad is not None for p in model.parameters())
-    opt.step()
-    with torch.no_grad():
-        loss1 = F.cross_entropy(model(x), y)
-    assert loss1 < loss0
-
-
-@pytest.mark.parametrize("name", sorted(CLASSES))
-def test_same_seed_same_output(name):
-    x = torch.randn(3, 5, 50)
-    a, b = _build(name, 5, 3, 50, seed=7), _build(name, 5, 3, 50, seed=7)
-    with torch.no_grad():
-        assert torch.equal(a(x), b(x))
-    c = _build(name, 5, 3, 50, seed=8)
-    with torch.no_grad():
-        assert not torch.equal(a(x), c(x))
-
-
-@pytest.mark.parametrize("name", sorted(CLASSES))
-@pytest.mark.parametrize("value", [0.0, 3.5])
-def test_constant_input_no_nan(name, value):
-    model = _build(name, 4, 3, 30)
-    x = torch.full((2, 4, 30), value)
-    out = model(x)
-    F.cross_entropy(out, torch.tensor([0, 2])).backward()
-    assert torch.isfinite(out).all()
-    assert all(torch.isfinite(p.grad).all() for p in model.parameters())
-
-
-@pytest.mark.parametrize("name", sorted(CLASSES))
-def test_batch_size_one_and_per_step(name):
-    model = _build(name, 2, 5, 17)
-    out = model(torch.randn(1, 2, 17))
-    assert out.shape == (1, 5)
-    out.sum().backward()
-    per_step = _build(name, 2, 5, 17, per_step=True)
-    with torch.no_grad():
-        assert per_step(torch.randn(1, 2, 17)).shape == (1, 17, 5)
-    assert CLASSES[name].SUPPORTS_PER_STEP
-
-
-@pytest.mark.parametrize("name", sorted(CLASSES))
-def test_meta_device_forward(name):
-    model = _build(name, 3, 4, 1000).to("meta")
-    with torch.no_grad():
-        out = model(torch.empty(2, 3, 1000, device="meta"))
-    assert out.shape == (2, 4) and out.device.type == "meta"
+# --- classifiers -----------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
@@ -260,37 +193,13 @@ def test_params_yaml_entry_is_valid(name):
     assert entry["family"] == name.lower()
 
 
-# --- Table 4 fidelity ------------------------------------------------------------------------
+# --- sizes and MAC conventions -----------------------------------------------------------------
 
 
 def test_parameter_formula():
     for C, K in [(1, 2), (14, 2), (1345, 82)]:
         assert count_params(_build("Mamba1", C, K, 8)) == 55_296 + 64 * C + 65 * K
         assert count_params(_build("Mamba2", C, K, 8)) == 39_472 + 64 * C + 65 * K
-
-
-def _published():
-    from ssmbench.report.reference import load_published_domains_monster
-
-    pub = load_published_domains_monster()
-    return {(r.domain, r.metric, r.model): r.value for r in pub.itertuples()}
-
-
-@pytest.mark.parametrize("name", sorted(CLASSES))
-def test_table4_params_and_mmac(name):
-    """Per MONSTER domain: params within 0.01% (exact up to the average's rounding); paper-
-    convention MMac within 5%, or within the published figure's rounding (0.005 MMac) where
-    that is larger (Table 4 prints 0.01 and 0.07 for Mamba1)."""
-    pub = _published()
-    cls = CLASSES[name]
-    ours = domain_averages(name, None, builder=lambda C, K, L: cls(C, K, L))
-    assert len(ours) == 6
-    for domain, v in ours.items():
-        p_pub, m_pub = pub[(domain, "Param", name)], pub[(domain, "FLOPs", name)]
-        assert abs(v["params"] / p_pub - 1) < 1e-4, (domain, v["params"], p_pub)
-        assert abs(v["mmac"] - m_pub) <= max(0.05 * m_pub, 0.005), (domain, v["mmac"], m_pub)
-        if name == "Mamba1" or domain != "Audio":  # Mamba2 Audio: 250.62 vs 250.47 (+0.06%)
-            assert round(v["mmac"], 2) == pytest.approx(m_pub), (domain, v["mmac"], m_pub)
 
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
