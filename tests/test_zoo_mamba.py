@@ -191,6 +191,7 @@ def test_params_yaml_entry_is_valid(name):
     # the entry's values are the class defaults
     assert count_params(cls(3, 4, 10)) == count_params(cls(3, 4, 10, **_hyper(name)))
     assert entry["family"] == name.lower()
+    assert cls.SUPPORTS_PER_STEP  # per-step outputs: tests/test_model_contract.py
 
 
 # --- sizes and MAC conventions -----------------------------------------------------------------
