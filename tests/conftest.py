@@ -34,11 +34,18 @@ PROJECT_FILES = (
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """A test that uses a module-scoped fixture of its own module (a training run, compiled
-    simulations, prepared datasets) joins that module's xdist group, so that under
-    ``--dist loadgroup`` the fixture is built once, on one worker, not once per worker.
-    Runs before pytest-xdist reads the groups; an explicit ``xdist_group`` is kept."""
+    """Markers derived from what a test is:
+
+    * an ``integration`` test (the real snakemake / dvc) is also ``slow``, so that
+      ``pytest -m "not slow"`` leaves out every test of more than ~10 s;
+    * a test that uses a module-scoped fixture of its own module (a training run, compiled
+      simulations, prepared datasets) joins that module's xdist group, so that under
+      ``--dist loadgroup`` the fixture is built once, on one worker, not once per worker.
+      This runs before pytest-xdist reads the groups; an explicit ``xdist_group`` is kept.
+    """
     for item in items:
+        if item.get_closest_marker("integration"):
+            item.add_marker(pytest.mark.slow)
         info, module = getattr(item, "_fixtureinfo", None), getattr(item, "module", None)
         if info is None or module is None or item.get_closest_marker("xdist_group"):
             continue

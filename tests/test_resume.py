@@ -127,6 +127,7 @@ def paths(project: Path) -> tuple[Path, Path]:
     )
 
 
+@pytest.mark.slow
 def test_sigterm_mid_training_then_rerun_equals_uninterrupted(project, reference):
     record, checkpoint = paths(project)
     run = Train(project)
@@ -151,6 +152,7 @@ def test_sigterm_mid_training_then_rerun_equals_uninterrupted(project, reference
     record.unlink()
 
 
+@pytest.mark.slow
 def test_sigkill_after_periodic_checkpoint_resumes(project, reference):
     record, checkpoint = paths(project)
     run = Train(project)
