@@ -19,6 +19,8 @@ from ssmbench.models import FAMILIES
 from ssmbench.report.table4 import table4_comparison
 
 MODELS = yaml.safe_load((REPO / "params.yaml").read_text())["models"]
+#: one xdist worker runs this file, so the session's comparison is built once
+pytestmark = pytest.mark.xdist_group("table4")
 TOLERANCE = 0.05
 EXACT = ("MS4N", "MS4")
 
