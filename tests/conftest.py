@@ -42,6 +42,10 @@ def pytest_collection_modifyitems(config, items):
       simulations, prepared datasets) joins that module's xdist group, so that under
       ``--dist loadgroup`` the fixture is built once, on one worker, not once per worker.
       This runs before pytest-xdist reads the groups; an explicit ``xdist_group`` is kept.
+
+    On an xdist worker the slow tests, and the groups holding one, are then handed out
+    first (the workers take them in collection order), so the short ones fill the end of
+    the run instead of one worker finishing a long test alone.
     """
     for item in items:
         if item.get_closest_marker("integration"):
@@ -56,6 +60,15 @@ def pytest_collection_modifyitems(config, items):
             for d in defs
         ):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        slow_groups = {_group(i) for i in items if i.get_closest_marker("slow")}
+        items.sort(key=lambda i: _group(i) not in slow_groups)  # stable: groups stay whole
+
+
+def _group(item) -> str:
+    """The unit pytest-xdist's loadgroup hands to one worker: the group, else the test."""
+    mark = item.get_closest_marker("xdist_group")
+    return f"group:{mark.args[0]}" if mark else item.nodeid
 
 
 @pytest.fixture(scope="session")
