@@ -14,30 +14,41 @@ export PATH := $(abspath $(BIN)):$(PATH)
 
 setup: $(STAMP) $(SYSTEM_STAMP)
 
+# System packages, Debian: the set-up installs them when it runs as root with apt-get, and
+# otherwise stops at once with the command to run, before any test starts.
+#   python3-venv     for `python3 -m venv` (Debian's Python has no ensurepip without it)
+#   libsundials-dev  the SUNDIALS headers and a C compiler, and
+#   python3-dev      the headers of Debian's Python: myokit compiles the Physiome-ODE
+#                    simulations (their tests; a suite with a Physiome dataset) with them.
+#                    The check is such a compile (conda's sundials passes it too).
+VENV_PACKAGES     := python3-venv
+SUNDIALS_PACKAGES := libsundials-dev python3-dev
+HAS_ENSUREPIP     := $(PYTHON) -c 'import ensurepip' 2>/dev/null
+HAS_SUNDIALS      := $(BIN)/python -c 'import sys, myokit; sys.exit(myokit.Sundials.version() is None)'
+# a shell step: install the packages $(1) as root, else print the command and stop
+apt_install = if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  echo "setup: installing $(1)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(1); \
+	else \
+	  echo "setup: run  sudo apt-get update && sudo apt-get install -y $(1)" >&2; \
+	  echo "  (conda: conda env create -f environment.yml), then make again" >&2; \
+	  exit 1; \
+	fi
+
 $(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(HAS_ENSUREPIP) || { \
+	  echo "setup: $(PYTHON) cannot make a venv (no ensurepip)" >&2; \
+	  $(call apt_install,$(VENV_PACKAGES)); }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
-# System libraries: myokit compiles the Physiome-ODE simulations (its tests, and a suite
-# with a Physiome dataset) against the SUNDIALS headers with a C compiler. The check is
-# myokit's own compile; Debian's libsundials-dev brings both headers and compiler (and
-# python3-dev the headers of Debian's Python). As root with apt-get they are installed;
-# otherwise make stops here with the command to run, before any test starts.
-DEB_PACKAGES  := libsundials-dev python3-dev
-SUNDIALS_SEEN := $(BIN)/python -c 'import sys, myokit; sys.exit(myokit.Sundials.version() is None)'
 $(SYSTEM_STAMP): $(STAMP)
-	@$(SUNDIALS_SEEN) || { \
-	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
-	    echo "setup: installing $(DEB_PACKAGES) (myokit cannot compile against SUNDIALS)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(DEB_PACKAGES); \
-	  fi; \
-	  $(SUNDIALS_SEEN) || { \
-	    echo "setup: myokit cannot compile against SUNDIALS (C compiler + headers). Run:" >&2; \
-	    echo "  sudo apt-get update && sudo apt-get install -y $(DEB_PACKAGES)" >&2; \
-	    echo "(conda: conda install -c conda-forge sundials=6.4 c-compiler), then make again." >&2; \
-	    exit 1; }; }
+	@$(HAS_SUNDIALS) || { \
+	  echo "setup: myokit cannot compile against SUNDIALS (C compiler and headers)" >&2; \
+	  $(call apt_install,$(SUNDIALS_PACKAGES)); \
+	  $(HAS_SUNDIALS) || { echo "setup: myokit still cannot compile against SUNDIALS" >&2; exit 1; }; }
 	@touch $(SYSTEM_STAMP)
 
 run: setup
