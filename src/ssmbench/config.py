@@ -15,15 +15,7 @@ from typing import Any
 
 import yaml
 
-# What makes a record stale lives in ssmbench.staleness; these names stay importable here.
-from ssmbench.staleness import (  # noqa: F401
-    EXECUTION_KEYS,
-    record_is_stale,
-    sync_settings_marker,
-    tracked_settings,
-    training_code_digest,
-)
-from ssmbench.staleness import family_modules as _family_modules  # noqa: F401
+from ssmbench.staleness import EXECUTION_KEYS, training_code_digest
 
 # The schema ships inside the package; workflow/schemas/params.schema.yaml links to it.
 SCHEMA_PATH = Path(__file__).with_name("params.schema.yaml")

@@ -1,5 +1,5 @@
-"""Whether a run's record is current: made with the settings and the training code a run
-of it would use now.
+"""Whether a run's record is current: made with the settings and the training code that
+params.yaml and the source tree give its run.
 
 One function decides it, `record_state`; the workflow (through each run's settings
 marker, `sync_settings_marker`), `ssmbench train` (which keeps a current record instead of
@@ -209,11 +209,11 @@ def record_state(record_path: str | Path, spec: dict) -> RecordState:
         protocol = {k: v for k, v in protocol.items() if k not in EXECUTION_KEYS}
     changed = [
         name
-        for name, then, now in (
+        for name, made_with, asked in (
             ("model hyperparameters", record.get("model_params"), spec["model_params"]),
             ("protocol settings", protocol, tracked_settings(spec)["settings"]),
         )
-        if then != now
+        if made_with != asked
     ]
     if record.get("code_digest") != spec["code"]:
         changed.append(f"training code ({record.get('code_digest')} -> {spec['code']})")
@@ -246,7 +246,7 @@ def sync_settings_marker(record_path: str | Path, marker_path: str | Path, spec:
     an input, and its modification time carries `record_state` to Snakemake:
 
     * a current record: the marker is dated just before the record (nothing to do);
-    * a record that is not current: the marker is dated now, newer than the record, and
+    * a record that is not current: the marker gets a fresh date, newer than the record, and
       Snakemake's mtime trigger reruns exactly that job;
     * no record: the job runs anyway.
 
