@@ -1,7 +1,7 @@
 # ssmbench workflow: wiring only. The grid, paths and resources come from params.yaml.
 #   snakemake --cores all                       # the suite named in params.yaml (default)
 #   snakemake --cores all --config suite=uea10  # another suite
-#   snakemake --profile slurm                   # on a SLURM cluster (see README)
+#   snakemake --profile slurm                   # on a SLURM cluster (docs/cluster.md)
 from snakemake.utils import min_version, validate
 
 min_version("9.0")

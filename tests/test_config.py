@@ -220,19 +220,19 @@ def _source_literals(reader: str) -> set[str]:
 
 def test_every_key_the_schema_allows_has_a_reader_that_reads_it():
     """Schema -> code. The schema's keys (leaves, `_schema_keys`) and the patterns of
-    ``config.CONFIG_READERS`` (who reads which key) plus ``CONFIG_ANNOTATIONS`` (keys for
-    people, with the reason) must agree both ways: a key the schema allows with no reader
-    fails, and so does a pattern naming no key of the schema. Then each reader is
-    resolved (an import and an attribute, or a workflow file) and must name its key in
-    its code: as a string constant outside docstrings or a parameter name (Python), as a
-    quoted word or keyword argument (workflow files). A reader that stops reading its key
-    fails here; so does a key added to the schema and params.yaml that nothing reads."""
+    ``config.CONFIG_READERS`` (who reads which key) must agree both ways: a key the
+    schema allows with no reader fails, and so does a pattern naming no key of the
+    schema. Then each reader is resolved (an import and an attribute, or a workflow
+    file) and must name its key in its code: as a string constant outside docstrings or
+    a parameter name (Python), as a quoted word or keyword argument (workflow files). A
+    reader that stops reading its key fails here; so does a key added to the schema and
+    params.yaml that nothing reads."""
     from fnmatch import fnmatchcase
 
-    from ssmbench.config import CONFIG_ANNOTATIONS, CONFIG_READERS, SCHEMA_PATH
+    from ssmbench.config import CONFIG_READERS, SCHEMA_PATH
 
     leaves, _ = _schema_keys(yaml.safe_load(SCHEMA_PATH.read_text()))
-    patterns = {**CONFIG_READERS, **dict.fromkeys(CONFIG_ANNOTATIONS, ())}
+    patterns = dict(CONFIG_READERS)
     unread = sorted(leaf for leaf in leaves if not any(fnmatchcase(leaf, p) for p in patterns))
     assert not unread, f"keys the schema allows that no CONFIG_READERS entry reads: {unread}"
     nodes = _prefixes(leaves)

@@ -15,8 +15,7 @@ import pytest
 import yaml
 from conftest import REPO
 
-from ssmbench.models import FAMILIES
-from ssmbench.report.table4 import table4_comparison
+from ssmbench.report.table4 import declared_gap, declared_gaps, table4_comparison
 
 MODELS = yaml.safe_load((REPO / "params.yaml").read_text())["models"]
 #: one xdist worker runs this file, so the session's comparison is built once
@@ -55,8 +54,7 @@ def test_ms4n_and_ms4_exactly(comparison):
 def _declared_gap(model: str, key: str, domain: str) -> str | None:
     """A model class may declare where it cannot match Table 4, with the reason:
     ``TABLE4_GAPS = {(key, domain or "*"): why}`` (e.g. FCN)."""
-    gaps = getattr(FAMILIES[MODELS[model]["family"]], "TABLE4_GAPS", {})
-    return gaps.get((key, domain)) or gaps.get((key, "*"))
+    return declared_gap(MODELS[model]["family"], key, domain)
 
 
 def test_other_models_within_five_percent_or_a_declared_gap(comparison):
@@ -68,12 +66,7 @@ def test_other_models_within_five_percent_or_a_declared_gap(comparison):
             gap = _declared_gap(r.model, key, r.domain)
             if not within and not gap:
                 misses.append(f"{r.model} {r.domain} {key}: ours {ours:.4g} vs paper {paper:.4g}")
-            if (
-                within
-                and gap
-                and (key, r.domain)
-                in getattr(FAMILIES[MODELS[r.model]["family"]], "TABLE4_GAPS", {})
-            ):
+            if within and gap and (key, r.domain) in declared_gaps(MODELS[r.model]["family"]):
                 declared_but_matching.append(f"{r.model} {r.domain} {key}")
     assert not misses, "\n".join(misses)
     # a gap declared for one domain must be a real gap (so the declarations cannot rot)

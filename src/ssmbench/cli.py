@@ -42,9 +42,12 @@ def cmd_check(args) -> int:
     params = _params(args)
     check_train_resources(params)
     grid = suite_grid(params)
+    suite = params["suite"]
+    description = params["suites"][suite].get("description")
     print(
-        f"{args.params}: OK. suite {params['suite']!r}: {len(grid)} runs over "
-        f"{len(suite_datasets(params))} datasets"
+        f"{args.params}: OK. suite {suite!r}"
+        + (f" ({description})" if description else "")
+        + f": {len(grid)} runs over {len(suite_datasets(params))} datasets"
     )
     return 0
 

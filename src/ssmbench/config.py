@@ -51,8 +51,8 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "paths.prepared": ("ssmbench.config:job_spec", "workflow/rules/data.smk"),
     "paths.runs": ("ssmbench.cli", "ssmbench.status", "workflow/rules/train.smk"),
     "paths.logs": ("ssmbench.status", "workflow/rules/train.smk"),
-    "paths.results": ("ssmbench.cli", "workflow/rules/report.smk"),
-    "paths.figures": ("ssmbench.cli", "workflow/rules/report.smk"),
+    "paths.results": ("ssmbench.cli", "workflow/rules/common.smk"),
+    "paths.figures": ("ssmbench.cli", "workflow/rules/common.smk"),
     "paths.checkpoints": ("ssmbench.cli", "ssmbench.status"),
     "paths.settings": ("workflow/rules/common.smk",),
     # the protocol, and the benchmark values that override it (benchmark_settings merges
@@ -122,11 +122,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "report.convergence_thresholds.val_loss": ("ssmbench.report.figures",),
     "report.convergence_thresholds.val_accuracy": ("ssmbench.report.figures",),
     "report.figure8_datasets": ("ssmbench.report.build",),
-}
-
-#: keys for the people who read params.yaml, not for the code, and why
-CONFIG_ANNOTATIONS: dict[str, str] = {
-    "suites.*.description": "what a suite is for, for whoever picks one",
+    "suites.*.description": ("ssmbench.cli:cmd_check",),
 }
 
 

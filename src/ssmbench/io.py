@@ -13,7 +13,8 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -116,3 +117,18 @@ def write_prepared_folder(
             (tmp / fname).write_text(text, encoding="utf-8")
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return target
+
+
+def index_text(rows: Iterable[int]) -> str:
+    """The text of a prepared folder's index file (test/val indices): one row index a line."""
+    return "".join(f"{int(i)}\n" for i in rows)
+
+
+def prepared_stamp() -> dict:
+    """``meta.json``'s ``prepared_with`` (the package version) and ``created`` (UTC, s)."""
+    from ssmbench import __version__
+
+    return {
+        "prepared_with": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+    }

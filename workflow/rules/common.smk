@@ -95,7 +95,7 @@ def prepare_inputs(wildcards):
     return inputs
 
 
-# --- Resources of a training job (params.yaml `resources.train`; README "On a cluster"),
+# --- Resources of a training job (params.yaml `resources.train`; docs/cluster.md),
 # resolved per run by ssmbench.resources.TrainResources.
 
 

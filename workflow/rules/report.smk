@@ -1,13 +1,6 @@
 # aggregate -> tables -> figures, from the suite's run records: one table and one
 # Figure-7 panel set per benchmark of the suite, one Figure 8. The file names come from
-# ssmbench.report.outputs, the one place they are spelt.
-from ssmbench.report.outputs import output_paths
-
-SUITE_BENCHMARKS = sorted({job.benchmark for job in GRID})
-
-
-def report_files(kind):
-    return output_paths(PATHS["results"], PATHS["figures"], SUITE_BENCHMARKS, kind)
+# ssmbench.report.outputs, the one place they are spelt (common.smk: report_files).
 
 
 rule report:

@@ -52,11 +52,9 @@ from ssmbench.data.fixed_test_sets import (
     TIDES_PAPER_URL,
     check_count,
     fmt,
-    index_text,
-    prepared_stamp,
     test_set_keys,
 )
-from ssmbench.io import write_prepared_folder
+from ssmbench.io import index_text, prepared_stamp, write_prepared_folder
 
 NAME = "FadingFlash"
 LENGTH = 40

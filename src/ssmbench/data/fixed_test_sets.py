@@ -1,15 +1,11 @@
 """What the datasets of the ``fixed_test_sets`` fold scheme share (the TIDES tasks: Fading
 Flash, one test set per step size; the drop-rate variants, one per drop rate): the
-scheme's name, the TIDES references, argument checks, the ``test_sets`` keys and index
-files, and the ``prepared_with``/``created`` stamp of their ``meta.json``."""
+scheme's name, the TIDES references, argument checks and the ``test_sets`` keys."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
 from numbers import Integral
-
-from ssmbench import __version__
 
 FIXED_TEST_SETS = "fixed_test_sets"
 TIDES_PAPER_URL = "https://arxiv.org/abs/2605.09742"
@@ -40,16 +36,3 @@ def test_set_keys(
     if len(set(keys)) != len(keys):
         raise ValueError(f"{field} has duplicates: {list(values)!r}.")
     return checked, keys
-
-
-def index_text(rows: Iterable[int]) -> str:
-    """The text of an index file: one row index a line."""
-    return "".join(f"{int(i)}\n" for i in rows)
-
-
-def prepared_stamp() -> dict:
-    """``meta.json``'s ``prepared_with`` (the package version) and ``created`` (UTC, s)."""
-    return {
-        "prepared_with": __version__,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-    }

@@ -18,6 +18,7 @@ from .registry import (
     family_is_estimator,
     is_estimator,
     supports_per_step,
+    table4_gaps,
     validate_model_params,
 )
 from .s4d import S4DKernel, S4DLayer
@@ -33,5 +34,6 @@ __all__ = [
     "family_is_estimator",
     "is_estimator",
     "supports_per_step",
+    "table4_gaps",
     "validate_model_params",
 ]

@@ -23,6 +23,12 @@ def family_is_estimator(family: str) -> bool:
     return is_estimator(FAMILIES[family])
 
 
+def table4_gaps(family: str) -> dict[tuple[str, str], str]:
+    """Where a family says it does not reproduce the MS4N paper's Table 4, and why:
+    ``{(key, domain or "*"): reason}`` from its class's ``TABLE4_GAPS`` (e.g. FCN's MMac)."""
+    return dict(getattr(FAMILIES[family], "TABLE4_GAPS", {}))
+
+
 def _check_value(name: str, key: str, value: Any, kind: type) -> None:
     def bad(expected: str) -> ValueError:
         return ValueError(

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 import pandas as pd
 
 from ssmbench.complexity import domain_averages
-from ssmbench.models import FAMILIES, family_is_estimator
+from ssmbench.models import family_is_estimator, table4_gaps
 
 from .reference import load_published_domains_monster
 
@@ -49,7 +49,7 @@ def declared_gaps(family: str) -> dict[tuple[str, str], str]:
     """Where a params.yaml model family says it cannot reproduce Table 4, and why:
     ``{(key, domain or "*"): reason}`` with key ``params`` or ``mmac``, from the model
     class's ``TABLE4_GAPS`` (empty when it declares none)."""
-    return dict(getattr(FAMILIES[family], "TABLE4_GAPS", {}))
+    return table4_gaps(family)
 
 
 def declared_gap(family: str, key: str, domain: str) -> str | None:

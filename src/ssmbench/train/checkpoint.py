@@ -202,7 +202,7 @@ def run_name(spec: dict) -> str:
 def settings_digest(spec: dict) -> str:
     """What a checkpoint must have been made with to be resumed: the run, its settings
     (but `EXECUTION_KEYS`), the model's hyperparameters, the training code digest (the
-    protocol, data store, the model's family: ``ssmbench.config.training_code_digest``)
+    protocol, data store, the model's family: ``ssmbench.staleness.training_code_digest``)
     and this module's source, the dataset's raw-file checksums, torch's version and the
     checkpoint format."""
     settings = {k: v for k, v in spec["settings"].items() if k not in EXECUTION_KEYS}

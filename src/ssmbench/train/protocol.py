@@ -667,7 +667,7 @@ def _run_estimator(
             "n_test": len(test_idx),
             "train_seconds": train_seconds,
             "test_seconds": test_seconds,
-            "params": None,  # not applicable: see models.estimators.COMPLEXITY_PROXY
+            "params": None,  # not applicable: see ssmbench.report.figures.COMPLEXITY_PROXY
             "mmac": None,
             "mmac_full": None,
             "device": "cpu",

@@ -29,8 +29,8 @@ from ssmbench.data.physiome.settings import (
     seed_words,
 )
 from ssmbench.data.physiome.simulate import simulate_physiome
-from ssmbench.data.provenance import PROVENANCE, utc_now, verified_provenance
-from ssmbench.io import write_prepared_folder
+from ssmbench.data.provenance import PROVENANCE, verified_provenance
+from ssmbench.io import index_text, prepared_stamp, write_prepared_folder
 
 #: how our protocol differs from the reference's, written into ``meta["deviations"]``
 #: (``ssmbench.data.physiome`` says why)
@@ -45,10 +45,6 @@ DEVIATIONS = [
     "conversions of CellML) instead of the reference's 50 CellML exports; solver CVODES "
     "(myokit) instead of LSODA; no max_step; pacing protocols not perturbed",
 ]
-
-
-def _index_text(rows) -> str:
-    return "".join(f"{int(i)}\n" for i in rows)
 
 
 def prepare_physiome(
@@ -92,8 +88,8 @@ def prepare_physiome(
     N, C, L = arrays["X.npy"].shape
     texts = {}
     for k, f in enumerate(built["folds"]):
-        texts[f"test_indices_fold_{k}.txt"] = _index_text(f["test"])
-        texts[f"val_indices_fold_{k}.txt"] = _index_text(f["val"])
+        texts[f"test_indices_fold_{k}.txt"] = index_text(f["test"])
+        texts[f"val_indices_fold_{k}.txt"] = index_text(f["val"])
     inst = sim["instance"]
     fold0 = built["fold_sizes"][0]
     lengths = built["lengths"]
@@ -191,17 +187,10 @@ def prepare_physiome(
         },
         "deviations": DEVIATIONS,
         "reference_code": [CODE_URL, GENERATE_CODE_URL],
-        "prepared_with": _version(),
-        "created": utc_now(),
+        **prepared_stamp(),
     }
     meta["timings"] = {
         **sim["timings"],
         "total_s": round(time.perf_counter() - t_start, 3),
     }
     return write_prepared_folder(out_dir, name, arrays, texts, meta)
-
-
-def _version() -> str:
-    from ssmbench import __version__
-
-    return __version__
