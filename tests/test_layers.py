@@ -1,0 +1,107 @@
+"""Dependencies point one way: data and models at the bottom, then the run's settings and
+code digest, then train, then report and status, then the CLI. A module may import its own
+layer or a lower one; data and models, side by side at the bottom, never import each
+other. Read from the source (imports inside functions count too), so a back edge fails here
+before anyone has to find it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ssmbench"
+
+#: top-level part of the package -> its layer (lower layers know nothing of higher ones)
+LAYERS = {
+    "ssmbench": 0,  # the package itself: __version__
+    "ssmbench.io": 0,
+    "ssmbench.data": 1,
+    "ssmbench.models": 1,
+    "ssmbench.complexity": 2,
+    "ssmbench.staleness": 2,
+    "ssmbench.config": 2,
+    "ssmbench.resources": 2,
+    "ssmbench.train": 3,
+    "ssmbench.report": 4,
+    "ssmbench.status": 4,
+    "ssmbench.cli": 5,
+    "ssmbench.__main__": 5,
+}
+#: parts of one layer that must not import each other
+SIBLINGS_APART = {frozenset({"ssmbench.data", "ssmbench.models"})}
+
+
+def _module_name(path: Path) -> str:
+    parts = ("ssmbench", *path.relative_to(PACKAGE).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every ssmbench module ``path`` imports, relative imports resolved."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {t for t in found if t == "ssmbench" or t.startswith("ssmbench.")}
+
+
+def _part(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def import_edges() -> list[tuple[str, str]]:
+    """(importer, imported) for every import between two parts of the package."""
+    edges = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        importer = _module_name(path)
+        for target in _imports(path):
+            if _part(importer) != _part(target):
+                edges.append((importer, target))
+    return edges
+
+
+def back_edges(edges: list[tuple[str, str]]) -> list[str]:
+    bad = []
+    for importer, target in edges:
+        low, high = _part(target), _part(importer)
+        if low not in LAYERS or high not in LAYERS:
+            bad.append(f"{importer} -> {target}: a part of the package with no layer in LAYERS")
+        elif LAYERS[low] > LAYERS[high]:
+            bad.append(f"{importer} (layer {LAYERS[high]}) imports {target} (layer {LAYERS[low]})")
+        elif frozenset({low, high}) in SIBLINGS_APART:
+            bad.append(f"{importer} imports {target}: {high} and {low} stay apart")
+    return bad
+
+
+def test_every_part_of_the_package_has_a_layer():
+    parts = {_part(_module_name(p)) for p in PACKAGE.rglob("*.py")}
+    assert parts <= set(LAYERS), sorted(parts - set(LAYERS))
+
+
+def test_no_module_imports_a_higher_layer():
+    assert not back_edges(import_edges()), "\n".join(back_edges(import_edges()))
+
+
+@pytest.mark.parametrize(
+    "edge, why",
+    [
+        (("ssmbench.complexity", "ssmbench.report.reference"), "layer 4"),
+        (("ssmbench.report.figures", "ssmbench.cli"), "layer 5"),
+        (("ssmbench.data.monster", "ssmbench.models"), "stay apart"),
+        (("ssmbench.models.ms4", "ssmbench.train.protocol"), "layer 3"),
+    ],
+)
+def test_a_back_edge_is_found(edge, why):
+    (message,) = back_edges([edge])
+    assert why in message
