@@ -8,7 +8,10 @@ install that keeps the previous good copy when anything fails.
   HTTP ``Range`` request, retrying an interrupted one, checking size and checksum, and only
   then renaming it to ``target``.
 * :func:`safe_extract`: refuses a whole zip archive if any member is absolute, has a ``..``
-  component, is a symlink or would land outside the target.
+  component, is a symlink, would land outside the target, repeats a name or clashes with a
+  folder of another member (``a`` and ``a/b``), or if the archive holds more members or
+  more uncompressed bytes than its caps (declared in the zip directory, and counted while
+  extracting, since a header can lie).
 * :func:`staging` and :func:`install_staged`: files (or folders) are staged as hidden
   siblings in the raw folder, checked, and renamed over the old ones together; the old
   ``provenance.json`` goes first, since it no longer describes the folder meanwhile.
@@ -46,6 +49,10 @@ from ssmbench.data.provenance import PROVENANCE
 from ssmbench.io import swap_into_place
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+#: caps of :func:`safe_extract`: the Physiome-ODE archive (Zenodo 11492058 final.zip, about
+#: 0.7 GB, some 800 members) fits many times over; a zip bomb does not
+MAX_EXTRACT_BYTES = 20 * 2**30
+MAX_EXTRACT_MEMBERS = 100_000
 
 
 # --------------------------------------------------------------------------- URLs
@@ -195,11 +202,55 @@ def _unsafe_member(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
-def safe_extract(archive: Path, target: Path, prefix: str = "") -> list[str]:
+def _refused(archive: Path, member: str, why: str) -> DataError:
+    return DataError(
+        f"{archive}: member {member!r} {why}; the archive is refused and nothing was "
+        f"extracted from it."
+    )
+
+
+def _check_names(archive: Path, members: list[zipfile.ZipInfo]) -> None:
+    """Refuse a repeated member name, and a file whose name is also a folder of another
+    member (``a`` and ``a/b``): either would overwrite or fail halfway through."""
+    files: set[str] = set()
+    folders: set[str] = set()
+    for info in members:
+        name = info.filename.rstrip("/")
+        parts = PurePosixPath(name).parts
+        if info.is_dir():
+            if name in files:
+                raise _refused(archive, info.filename, f"is a folder and also a file {name!r}")
+            folders.add(name)
+        else:
+            if name in files:
+                raise _refused(archive, info.filename, "appears twice in the archive")
+            if name in folders:
+                raise _refused(archive, info.filename, "is a file and a folder of other members")
+            files.add(name)
+        for k in range(1, len(parts)):
+            parent = "/".join(parts[:k])
+            if parent in files:
+                raise _refused(
+                    archive, info.filename, f"lies under {parent!r}, which is a file member"
+                )
+            folders.add(parent)
+
+
+def safe_extract(
+    archive: Path,
+    target: Path,
+    prefix: str = "",
+    *,
+    max_bytes: int = MAX_EXTRACT_BYTES,
+    max_members: int = MAX_EXTRACT_MEMBERS,
+) -> list[str]:
     """Extract the members of zip ``archive`` under ``prefix`` into ``target``; return
     their relative paths. Refuses the whole archive (DataError naming the member) if any
-    member is absolute, has a ``..`` component, is a symlink or resolves outside
-    ``target``; a corrupt archive or member raises DataError naming it."""
+    member is absolute, has a ``..`` component, is a symlink, resolves outside ``target``,
+    repeats a name or clashes with another member's folder; and if the archive has more
+    than ``max_members`` members or the members under ``prefix`` more than ``max_bytes``
+    uncompressed bytes (declared, or counted while extracting: what was extracted is then
+    deleted). A corrupt archive or member raises DataError naming it."""
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
     root = target.resolve()
@@ -210,6 +261,12 @@ def safe_extract(archive: Path, target: Path, prefix: str = "") -> list[str]:
     out = []
     with zf:
         members = zf.infolist()
+        if len(members) > max_members:
+            raise _refused(
+                archive,
+                members[max_members].filename,
+                f"is member {max_members + 1}, over the cap of {max_members} members",
+            )
         for info in members:
             why = _unsafe_member(info)
             if why is None:
@@ -217,13 +274,21 @@ def safe_extract(archive: Path, target: Path, prefix: str = "") -> list[str]:
                 if dest != root and root not in dest.parents:
                     why = "resolves outside the target folder"
             if why is not None:
-                raise DataError(
-                    f"{archive}: member {info.filename!r} {why}; the archive is refused and "
-                    f"nothing was extracted from it."
+                raise _refused(archive, info.filename, why)
+        _check_names(archive, members)
+        chosen = [m for m in members if not prefix or m.filename.startswith(prefix)]
+        declared = 0
+        for info in chosen:
+            declared += info.file_size
+            if declared > max_bytes:
+                raise _refused(
+                    archive,
+                    info.filename,
+                    f"brings the declared uncompressed size to {declared} bytes, over the "
+                    f"cap of {max_bytes} bytes",
                 )
-        for info in members:
-            if prefix and not info.filename.startswith(prefix):
-                continue
+        written = 0
+        for info in chosen:
             dest = target / info.filename
             if info.is_dir():
                 dest.mkdir(parents=True, exist_ok=True)
@@ -231,7 +296,22 @@ def safe_extract(archive: Path, target: Path, prefix: str = "") -> list[str]:
             dest.parent.mkdir(parents=True, exist_ok=True)
             try:
                 with zf.open(info) as src, open(dest, "wb") as dst:
-                    shutil.copyfileobj(src, dst, CHUNK)
+                    # zipfile stops at the declared size; count anyway, so the cap holds
+                    # whatever the reader does with a header that lies
+                    while chunk := src.read(CHUNK):
+                        written += len(chunk)
+                        if written > max_bytes:
+                            raise _refused(
+                                archive,
+                                info.filename,
+                                f"extracts to more than the cap of {max_bytes} bytes "
+                                f"(its header declares {info.file_size})",
+                            )
+                        dst.write(chunk)
+            except DataError:
+                for rel in [*out, info.filename]:  # what this call wrote, not the folder
+                    (target / rel).unlink(missing_ok=True)
+                raise
             except (zipfile.BadZipFile, OSError, EOFError) as e:
                 raise DataError(
                     f"{archive}: member {info.filename!r} is corrupt ({e}); fetch again."

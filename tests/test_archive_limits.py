@@ -1,0 +1,105 @@
+"""safe_extract's limits: member count and uncompressed size (declared, and as read),
+repeated member names and file/folder clashes, each refused with a DataError naming the
+member."""
+
+from __future__ import annotations
+
+import struct
+import zipfile
+
+import pytest
+
+from ssmbench.data.download import MAX_EXTRACT_BYTES, safe_extract
+from ssmbench.data.errors import DataError
+
+
+def _zip(path, members, compression=zipfile.ZIP_DEFLATED):
+    with zipfile.ZipFile(path, "w", compression) as zf:
+        for name, data in members:
+            zf.writestr(name, data)
+    return path
+
+
+def _declare_size(data: bytes, size: int) -> bytes:
+    """The archive with its (only) member's uncompressed size set to ``size`` in both the
+    local header and the central directory: a header that lies."""
+    out = bytearray(data)
+    struct.pack_into("<I", out, out.find(b"PK\x03\x04") + 22, size & 0xFFFFFFFF)
+    struct.pack_into("<I", out, out.find(b"PK\x01\x02") + 24, size & 0xFFFFFFFF)
+    return bytes(out)
+
+
+def test_a_zip_bomb_over_the_size_cap_is_refused(tmp_path):
+    archive = _zip(tmp_path / "bomb.zip", [("final/a/zeros.bin", b"\0" * (8 << 20))])
+    assert archive.stat().st_size < 64 << 10  # 8 MB of zeros compress to a few KB
+    with pytest.raises(DataError, match=r"'final/a/zeros\.bin'.*cap of 1000000 bytes"):
+        safe_extract(archive, tmp_path / "out", max_bytes=1_000_000)
+    assert not any((tmp_path / "out").rglob("*.bin"))
+
+
+def test_the_size_cap_counts_the_members_extracted_only(tmp_path):
+    archive = _zip(
+        tmp_path / "a.zip", [("final/a/x.bin", b"1" * 100), ("final/b/y.bin", b"\0" * 10_000)]
+    )
+    assert safe_extract(archive, tmp_path / "out", "final/a/", max_bytes=1000) == ["final/a/x.bin"]
+
+
+def test_the_default_size_cap_reads_the_declared_sizes(tmp_path):
+    # six 10-byte members whose central directory declares almost 4 GiB each: over the
+    # default cap of 20 GiB at the sixth, refused before anything is read
+    data = bytearray(
+        _zip(
+            tmp_path / "src.zip", [(f"f{i}.bin", b"x" * 10) for i in range(6)], zipfile.ZIP_STORED
+        ).read_bytes()
+    )
+    at = data.find(b"PK\x01\x02")
+    while at != -1:
+        struct.pack_into("<I", data, at + 24, 0xFFFFFFF0)
+        at = data.find(b"PK\x01\x02", at + 4)
+    archive = tmp_path / "lying.zip"
+    archive.write_bytes(bytes(data))
+    assert MAX_EXTRACT_BYTES == 20 * 2**30  # the Physiome-ODE archive (0.7 GB) fits
+    with pytest.raises(DataError, match=r"'f5\.bin'.*declared uncompressed size"):
+        safe_extract(archive, tmp_path / "out")
+    assert not any((tmp_path / "out").iterdir())
+
+
+def test_a_header_that_understates_the_size_is_refused(tmp_path):
+    data = _zip(tmp_path / "src.zip", [("zeros.bin", b"\0" * (4 << 20))]).read_bytes()
+    archive = tmp_path / "lying.zip"
+    archive.write_bytes(_declare_size(data, 1000))
+    with pytest.raises(DataError, match=r"'zeros\.bin'"):
+        safe_extract(archive, tmp_path / "out", max_bytes=100_000)
+    out = tmp_path / "out" / "zeros.bin"
+    assert not out.exists() or out.stat().st_size <= 100_000
+
+
+def test_too_many_members_are_refused(tmp_path):
+    archive = _zip(tmp_path / "many.zip", [(f"m{i}.txt", b"x") for i in range(11)])
+    with pytest.raises(DataError, match=r"'m10\.txt'.*cap of 10 members"):
+        safe_extract(archive, tmp_path / "out", max_members=10)
+    assert not (tmp_path / "out" / "m0.txt").exists()
+
+
+def test_a_repeated_member_name_is_refused(tmp_path):
+    archive = tmp_path / "dup.zip"
+    with pytest.warns(UserWarning, match="Duplicate name"):
+        _zip(archive, [("final/a/train.pt", b"first"), ("final/a/train.pt", b"second")])
+    with pytest.raises(DataError, match=r"'final/a/train\.pt' appears twice"):
+        safe_extract(archive, tmp_path / "out")
+    assert not (tmp_path / "out" / "final").exists()
+
+
+@pytest.mark.parametrize(
+    "members, named",
+    [
+        ([("a", b"file"), ("a/b", b"under it")], "'a/b' lies under 'a'"),
+        ([("a/b", b"under it"), ("a", b"file")], "'a' is a file and a folder"),
+        ([("a/", b""), ("a", b"file")], "'a' is a file and a folder"),
+    ],
+)
+def test_a_file_and_folder_name_clash_is_refused(tmp_path, members, named):
+    archive = _zip(tmp_path / "clash.zip", members)
+    with pytest.raises(DataError, match=named):
+        safe_extract(archive, tmp_path / "out")
+    assert not any((tmp_path / "out").iterdir())
