@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from ssmbench.data.names import name_problem
 from ssmbench.staleness import EXECUTION_KEYS, training_code_digest
 
 # The schema ships inside the package; workflow/schemas/params.schema.yaml links to it.
@@ -88,12 +89,12 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "benchmarks.*.drop.seed": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
     "benchmarks.*.drop.test_seeds": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
     "benchmarks.*.drop.per_series": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
-    "benchmarks.*.archive_dir": ("ssmbench.data.sources:fetch",),
-    "benchmarks.*.download": ("ssmbench.data.sources:fetch",),
+    "benchmarks.*.archive_dir": ("ssmbench.data.sources",),
+    "benchmarks.*.download": ("ssmbench.data.sources",),
     "benchmarks.*.normalise": ("ssmbench.data.sources:data_settings",),
-    "benchmarks.*.revision": ("ssmbench.data.sources:fetch",),
-    "benchmarks.*.local_dir": ("ssmbench.data.sources:fetch",),
-    "benchmarks.*.offline": ("ssmbench.data.sources:fetch",),
+    "benchmarks.*.revision": ("ssmbench.data.sources",),
+    "benchmarks.*.local_dir": ("ssmbench.data.sources",),
+    "benchmarks.*.offline": ("ssmbench.data.sources",),
     # a model entry's other keys are its family's hyperparameters: validate_model_params
     # checks them against the family, build_model passes them to its constructor
     "models.*.family": ("ssmbench.models.registry:validate_model_params",),
@@ -139,26 +140,115 @@ class Job:
     model: str
     fold: int
 
+    def __post_init__(self):
+        # Each name is a path component of the run's files under every root: one that is
+        # not a plain name (``..``, ``/``, absolute, empty) never makes a Job.
+        problems = [
+            problem
+            for kind in ("benchmark", "dataset", "model")
+            if (problem := name_problem(kind, getattr(self, kind))) is not None
+        ]
+        if isinstance(self.fold, bool) or not isinstance(self.fold, int) or self.fold < 0:
+            problems.append(f"fold {self.fold!r} is not a fold number (an integer >= 0)")
+        if problems:
+            raise ConfigError(f"not a run: {'; '.join(problems)}")
+
     def record_path(self, runs_dir: str | Path) -> Path:
         return Path(runs_dir) / self.benchmark / self.dataset / self.model / f"fold{self.fold}.json"
 
 
 def load_params(path: str | Path = "params.yaml", suite: str | None = None) -> dict:
     """Read, schema-validate and cross-check params.yaml; `suite` overrides `params["suite"]`."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(
-            f"{path}: no such params file; run from the project root or pass --params"
-        )
-    try:
-        params = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    params = read_params(path)
     if suite is not None:
         params["suite"] = suite
     validate_schema(params, source=str(path))
     check_params(params, source=str(path))
     return params
+
+
+def read_params(path: str | Path = "params.yaml") -> dict:
+    """params.yaml's mapping, before any validation. The Snakefile and the CLI both read it
+    here, so both report a YAML syntax error (file, line, column and the line itself), a
+    key given twice in one mapping (both lines), and a file that is empty or not a mapping,
+    in the same words. Raises ConfigError."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(
+            f"{path}: no such params file; run from the project root or pass --params"
+        )
+    text = path.read_text()
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            _refuse_duplicate_keys(node, path)
+        params = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        raise ConfigError(_yaml_error_message(path, text, exc)) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+    finally:
+        loader.dispose()
+    expected = "expected a mapping with keys " + ", ".join(_required_top_keys())
+    if params is None:
+        raise ConfigError(f"{path}: empty; {expected}")
+    if not isinstance(params, dict):
+        raise ConfigError(
+            f"{path}:{node.start_mark.line + 1}: the file holds a {type(params).__name__}, "
+            f"not a mapping; {expected}"
+        )
+    return params
+
+
+def _required_top_keys() -> list[str]:
+    return list(yaml.safe_load(SCHEMA_PATH.read_text())["required"])
+
+
+def _yaml_error_message(path: Path, text: str, exc: yaml.MarkedYAMLError) -> str:
+    """A YAML error as "file:line:column: problem", with the offending line quoted (it
+    holds the key) and where the enclosing construct began."""
+    mark = exc.problem_mark or exc.context_mark
+    lines = text.splitlines()
+    problem = exc.problem or exc.context or "not valid YAML"
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+    message = f"{where}: not valid YAML: {problem}"
+    if exc.context and exc.context_mark and exc.problem:
+        message += f" ({exc.context} at line {exc.context_mark.line + 1})"
+    if mark and mark.line < len(lines):
+        message += f"\n    {mark.line + 1} | {lines[mark.line]}"
+    return message
+
+
+def _refuse_duplicate_keys(root: yaml.Node, path: Path) -> None:
+    """A key given twice in one mapping is an error naming its dotted path and both
+    lines (PyYAML keeps the last silently). Merge keys (``<<``) may be overridden."""
+    checked: set[int] = set()  # an alias repeats its anchor's node: check it once
+
+    def walk(node: yaml.Node, where: str) -> None:
+        if id(node) in checked:
+            return
+        checked.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[object, int] = {}
+            for key_node, value_node in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
+                name = f"{where}.{key}" if where else str(key)
+                line = key_node.start_mark.line + 1
+                if key in first:
+                    raise ConfigError(
+                        f"{path}:{line}: duplicate key {name!r}: it is also given at line "
+                        f"{first[key]}; keep one"
+                    )
+                first[key] = line
+                walk(value_node, name)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                walk(item, f"{where}[{index}]")
+
+    walk(root, "")
 
 
 def validate_schema(params: dict, source: str = "params.yaml") -> None:
@@ -283,8 +373,37 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
                         f"is not a setting of benchmark {bench!r} (allowed: "
                         f"{', '.join(sorted(own))})"
                     )
+    problems += _batch_range_problems(params)
     if problems:
         raise ConfigError(f"{source} has {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+
+
+def _batch_range_problems(params: dict) -> list[str]:
+    """batch_min <= batch_max, in each benchmark and in each suite's merged settings of
+    it (the schema bounds each value alone, not the pair)."""
+    problems = []
+    for bname, bench in params["benchmarks"].items():
+        if bench.get("batch_min", 1) > bench.get("batch_max", bench.get("batch_min", 1)):
+            problems.append(
+                f"benchmarks.{bname}: batch_min {bench['batch_min']} is above batch_max "
+                f"{bench['batch_max']}"
+            )
+    for sname, suite in params.get("suites", {}).items():
+        for bname in suite.get("benchmarks", {}):
+            if bname not in params["benchmarks"]:
+                continue  # named by check_params
+            own = params["benchmarks"][bname]
+            settings = benchmark_settings(params, bname, sname)
+            low, high = settings.get("batch_min"), settings.get("batch_max")
+            if low is None or high is None or low <= high:
+                continue
+            if own.get("batch_min") == low and own.get("batch_max") == high:
+                continue  # the benchmark's own pair, named above
+            problems.append(
+                f"suites.{sname}: benchmark {bname}'s batch_min {low} is above its batch_max "
+                f"{high} after the suite's overrides"
+            )
+    return problems
 
 
 def check_suite_sources(params: dict, suite: str | None = None) -> None:
