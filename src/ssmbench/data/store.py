@@ -26,12 +26,15 @@ from pathlib import Path
 import numpy as np
 
 from ssmbench.data.errors import DataError
+from ssmbench.data.npy_chunks import read_npy_header
 
 REQUIRED_FILES = ("X.npy", "y.npy", "meta.json")
 REQUIRED_META = ("N", "C", "L", "task", "fold_scheme", "n_folds")
 FOLD_SCHEMES = ("official_split", "given_folds", "fixed_test_sets")
 #: schemes with a single test split that every fold k reuses (fold k = seed k)
 SINGLE_SPLIT_SCHEMES = ("official_split", "fixed_test_sets")
+#: bytes of rows read at a time when a whole array is checked (first_non_finite)
+SCAN_CHUNK_BYTES = 64 << 20
 
 
 class PreparedDataset:
@@ -220,6 +223,30 @@ class PreparedDataset:
             )
         return mask
 
+    def first_non_finite(
+        self, fname: str, observed: str | None = None, chunk_bytes: int = SCAN_CHUNK_BYTES
+    ) -> tuple[int, tuple[int, ...]] | None:
+        """(how many values of ``fname`` are NaN or inf, the index of the first), or None
+        when all are finite. With ``observed`` (a bool mask file of the same shape, e.g.
+        ``target_mask.npy``) only the values it marks count.
+
+        Read front to back ``chunk_bytes`` of rows at a time with plain reads, not through
+        the memory map: a sequential pass through ``X`` (tens of GB for MONSTER) then
+        holds one chunk in memory, and the map's random-access advice does not slow it."""
+        chunks = _row_chunks(self.path / fname, chunk_bytes)
+        masks = _row_chunks(self.path / observed, chunk_bytes, like=fname) if observed else None
+        count, first = 0, None
+        for start, values in chunks:
+            bad = ~np.isfinite(values)
+            if masks is not None:
+                bad &= next(masks)[1]
+            n_bad = int(np.count_nonzero(bad))
+            if n_bad and first is None:
+                at = np.unravel_index(int(np.argmax(bad)), bad.shape)
+                first = (start + int(at[0]), *(int(i) for i in at[1:]))
+            count += n_bad
+        return None if first is None else (count, first)
+
     def _read_indices(self, k: int, name: str | None = None) -> np.ndarray:
         path = self.path / (name or f"test_indices_fold_{k}.txt")
         if not path.is_file():
@@ -242,6 +269,31 @@ class PreparedDataset:
         if np.unique(idx).size != idx.size:
             raise DataError(f"{path}: duplicate row indices. Run the prepare step again.")
         return np.sort(idx)
+
+
+def _row_chunks(path: Path, chunk_bytes: int, like: str | None = None):
+    """(first row, array of rows) of a C-order .npy file, ``chunk_bytes`` of rows at a
+    time, read with one reused buffer. ``like`` names the file whose rows it is read
+    beside, so both are cut at the same rows (the chunk size is set by ``like``'s rows)."""
+    shape, fortran, dtype, offset = read_npy_header(path)
+    if fortran:
+        raise DataError(f"{path}: stored in Fortran order; the prepare step writes C order.")
+    row_items = int(np.prod(shape[1:], dtype=np.int64))
+    if like is not None:
+        like_shape, _, like_dtype, _ = read_npy_header(path.with_name(like))
+        row_bytes = int(np.prod(like_shape[1:], dtype=np.int64)) * like_dtype.itemsize
+    else:
+        row_bytes = row_items * dtype.itemsize
+    step = max(1, chunk_bytes // max(1, row_bytes))
+    buffer = bytearray(min(shape[0], step) * row_items * dtype.itemsize)
+    with open(path, "rb") as f:
+        f.seek(offset)
+        for start in range(0, shape[0], step):
+            n_rows = min(step, shape[0] - start)
+            view = memoryview(buffer)[: n_rows * row_items * dtype.itemsize]
+            if f.readinto(view) != len(view):
+                raise DataError(f"{path}: ended early at row {start}. Run the prepare step again.")
+            yield start, np.frombuffer(view, dtype=dtype).reshape((n_rows, *shape[1:]))
 
 
 def stratified_validation_split(

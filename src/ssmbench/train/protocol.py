@@ -44,6 +44,7 @@ from ssmbench.io import atomic_write_json, atomic_write_text
 from ssmbench.models import is_estimator
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
+from ssmbench.train.checks import check_inputs, check_loss, check_split
 from ssmbench.train.optim import build_optimizer
 from ssmbench.train.records import provenance
 from ssmbench.train.splits import batch_size_for, iterate_batches, split_indices
@@ -147,14 +148,20 @@ def _batches(objective, X, y, mask, indices, batch_size, generator=None):
 
 
 @torch.no_grad()
-def evaluate(model, objective, X, y, mask, indices, batch_size, device) -> tuple[float, float]:
-    """(mean loss, accuracy) or (MSE, nan) over `indices`, in eval mode."""
+def evaluate(
+    model, objective, X, y, mask, indices, batch_size, device, stage: str = "evaluation"
+) -> tuple[float, float]:
+    """(mean loss, accuracy) or (MSE, nan) over `indices`, in eval mode. A non-finite
+    batch loss raises `DivergedError` naming `stage` and the batch."""
     model.eval()
     loss_sum, second, n_rows = 0.0, 0.0, 0
-    for xb, yb, mb in _batches(objective, X, y, mask, indices, batch_size):
+    n_batches = math.ceil(len(indices) / batch_size)
+    batches = _batches(objective, X, y, mask, indices, batch_size)
+    for batch, (xb, yb, mb) in enumerate(batches):
         xb, yb = xb.to(device), yb.to(device)
         mb = mb.to(device) if mb is not None else None
         _, batch_loss, batch_second = objective.batch_sums(model(xb), yb, mb)
+        check_loss(batch_loss, stage, batch, n_batches, xb, model)
         loss_sum += batch_loss
         second += batch_second
         n_rows += len(yb)
@@ -223,10 +230,10 @@ class _FoldData:
     test_idx: np.ndarray
     test_sets: dict  # separate test sets (fixed_test_sets): key -> rows
 
-    def score(self, model, rows, batch_size, device) -> tuple[float, float]:
+    def score(self, model, rows, batch_size, device, stage: str) -> tuple[float, float]:
         return evaluate(
             model, self.objective, self.dataset.X, self.dataset.y, self.mask, rows,
-            batch_size, device,
+            batch_size, device, stage,
         )  # fmt: skip
 
 
@@ -266,7 +273,10 @@ def _set_up(spec: dict, threads: int) -> _RunSetup:
             f"{spec['dataset']} is a regression task: monitor {monitor!r} has no meaning "
             f"there; set monitor: val_loss for benchmark {spec['benchmark']!r} in params.yaml"
         )
+    # Bad data or a degenerate fold fails here, before any epoch (ssmbench.train.checks).
+    check_inputs(dataset, fold)
     train_idx, val_idx, test_idx = split_indices(dataset, fold, settings["val_fraction"], seed)
+    check_split(dataset, fold, train_idx, val_idx, settings["val_fraction"])
     data = _FoldData(
         dataset, objective, mask, train_idx, val_idx, test_idx, dataset.test_sets(fold)
     )
@@ -422,6 +432,9 @@ class _DeepTraining:
             mb = mb.to(device) if mb is not None else None
             self.optimizer.zero_grad(set_to_none=True)
             loss, batch_loss, batch_second = data.objective.batch_sums(self.model(xb), yb, mb)
+            # Before the step: a NaN gradient would reach the weights and any checkpoint.
+            check_loss(batch_loss, f"[{self.name}] training, epoch {state.epoch}", step,
+                       self.n_batches, xb, self.model)  # fmt: skip
             loss.backward()
             if self.clip:
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
@@ -446,8 +459,9 @@ class _DeepTraining:
         periodically). Returns whether it wrote a checkpoint."""
         state, epoch = self.state, self.state.epoch
         val_loss, val_acc = self.data.score(
-            self.model, self.data.val_idx, self.run.batch_size, self.run.device
-        )
+            self.model, self.data.val_idx, self.run.batch_size, self.run.device,
+            f"[{self.name}] validation, epoch {epoch}",
+        )  # fmt: skip
         row = {
             "epoch": epoch,
             "train_loss": train_loss,
@@ -501,7 +515,8 @@ class _DeepTraining:
         if self.stop.requested:  # stop before each test set; the record is not written
             where = f"testing (training done: {len(self.state.curve)} epochs)"
             raise self._interrupted(where=where)
-        return self.data.score(self.model, rows, self.run.batch_size, self.run.device)
+        stage = f"[{self.name}] test (best epoch {self.state.best_epoch})"
+        return self.data.score(self.model, rows, self.run.batch_size, self.run.device, stage)
 
     # ------------------------------------------------------------------------- record
     def write_record(self, record_path: Path, tested: dict) -> dict:

@@ -1,0 +1,161 @@
+"""What makes a run sound, checked before and while it trains.
+
+Before the first epoch (`check_inputs`, `check_split`): the prepared dataset against its
+own ``meta.json`` (integer labels in ``[0, n_classes)``, finite inputs and observed
+targets, test rows disjoint from the training rows it declares) and a fold that leaves
+rows to train and validate on. While training (`check_loss`): every batch's loss is
+finite. A failed input check is a `DataError` (bad input, like any other); a non-finite
+loss is a `DivergedError`. Either way no record is written.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ssmbench.data.errors import DataError
+from ssmbench.data.store import SINGLE_SPLIT_SCHEMES
+
+
+class DivergedError(Exception):
+    """A training, validation or test loss was NaN or inf: the run stops, without a record."""
+
+
+def check_inputs(dataset, fold: int) -> None:
+    """The dataset's labels or targets, its inputs and its declared split, before any
+    row is drawn from it. Raises `DataError` naming the file and the first bad value."""
+    meta = dataset.meta
+    if meta.get("task", "classification") == "classification":
+        _check_labels(dataset)
+    else:
+        observed = "target_mask.npy" if dataset.target_mask is not None else None
+        _check_finite(dataset, "y.npy", observed)
+    # Every model reads every value of X, unobserved ones (M.npy) too: NaN/inf anywhere in
+    # it reaches the loss, so no mask excuses one.
+    _check_finite(dataset, "X.npy")
+    _check_declared_split(dataset, fold)
+
+
+def _check_labels(dataset) -> None:
+    path, meta = dataset.path, dataset.meta
+    n_classes = meta.get("n_classes")
+    if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 1:
+        raise DataError(
+            f"{path / 'meta.json'}: n_classes is {n_classes!r}; a classification dataset "
+            f"needs a positive integer. Run the prepare step again."
+        )
+    y = dataset.y
+    if y.dtype.kind not in "iu":
+        raise DataError(
+            f"{path / 'y.npy'}: dtype {y.dtype}; a classification dataset's labels are "
+            f"integer class ids 0..{n_classes - 1}. Run the prepare step again."
+        )
+    labels = np.asarray(y)
+    bad = np.flatnonzero((labels < 0) | (labels >= n_classes))
+    if bad.size:
+        row = int(bad[0])
+        raise DataError(
+            f"{path / 'y.npy'}: {bad.size} label(s) outside [0, {n_classes}) (meta.json's "
+            f"n_classes), the first {int(labels[row])} at row {row}. Run the prepare step "
+            f"again."
+        )
+
+
+def _check_finite(dataset, fname: str, observed: str | None = None) -> None:
+    found = dataset.first_non_finite(fname, observed)
+    if found is None:
+        return
+    count, first = found
+    if fname == "X.npy":  # (N, C, L)
+        where = f"row {first[0]}, channel {first[1]}, step {first[2]}"
+    else:
+        where = f"row {first[0]}" + (f", position {first[1:]} in it" if first[1:] else "")
+    value = np.load(dataset.path / fname, mmap_mode="r", allow_pickle=False)[first]
+    scope = f" at observed targets ({observed})" if observed else ""
+    raise DataError(
+        f"{dataset.path / fname}: {count} NaN/inf value(s){scope}, the first ({value}) at "
+        f"{where}. The prepare step fills missing values; run it again."
+    )
+
+
+def _check_declared_split(dataset, fold: int) -> None:
+    """The test fold against meta.json's ``n_train``/``n_test`` (single-split schemes:
+    rows ``0..n_train-1`` are the training rows, as every preparer writes them) and its
+    ``fold_sizes`` (given folds), where meta.json declares them."""
+    meta, meta_path = dataset.meta, dataset.path / "meta.json"
+    test = dataset.test_indices(fold)
+    index_file = dataset.path / "test_indices_fold_0.txt"
+    n_train, n_test = meta.get("n_train"), meta.get("n_test")
+    if meta["fold_scheme"] in SINGLE_SPLIT_SCHEMES and isinstance(n_train, int):
+        N = int(meta["N"])
+        if isinstance(n_test, int) and n_train + n_test != N:
+            raise DataError(
+                f"{meta_path}: n_train {n_train} + n_test {n_test} != N {N}. Run the "
+                f"prepare step again."
+            )
+        overlap = test[test < n_train]
+        if overlap.size:
+            raise DataError(
+                f"{index_file}: {overlap.size} test row(s) among the {n_train} training "
+                f"rows meta.json declares (rows 0..{n_train - 1}), the first row "
+                f"{int(overlap[0])}. Run the prepare step again."
+            )
+        if len(test) != N - n_train:
+            raise DataError(
+                f"{index_file}: {len(test)} test rows but meta.json declares "
+                f"N - n_train = {N - n_train}. Run the prepare step again."
+            )
+    sizes = meta.get("fold_sizes")
+    if meta["fold_scheme"] == "given_folds" and isinstance(sizes, list) and fold < len(sizes):
+        declared = sizes[fold].get("test") if isinstance(sizes[fold], dict) else None
+        if isinstance(declared, int) and declared != len(test):
+            raise DataError(
+                f"{dataset.path / f'test_indices_fold_{fold}.txt'}: {len(test)} test rows "
+                f"but meta.json's fold_sizes[{fold}] declares {declared}. Run the prepare "
+                f"step again."
+            )
+
+
+def check_split(dataset, fold: int, train_idx, val_idx, val_fraction: float) -> None:
+    """A fold that can be learnt and validated: rows to train on, at least as many as
+    there are classes, and a non-empty validation set. Raises `DataError`."""
+    where = f"{dataset.path}: fold {fold} with val_fraction {val_fraction}"
+    if len(train_idx) == 0:
+        raise DataError(f"{where} leaves no training rows. Lower protocol.val_fraction.")
+    if len(val_idx) == 0:
+        raise DataError(
+            f"{where} leaves an empty validation set, so early stopping has nothing to "
+            f"monitor. Raise protocol.val_fraction or use a dataset with more training rows."
+        )
+    n_classes = dataset.meta.get("n_classes")
+    task = dataset.meta.get("task", "classification")
+    if task == "classification" and isinstance(n_classes, int) and len(train_idx) < n_classes:
+        raise DataError(
+            f"{where} leaves {len(train_idx)} training rows for {n_classes} classes: the "
+            f"model cannot see every class. Lower protocol.val_fraction."
+        )
+
+
+def check_loss(
+    value: float, stage: str, batch: int, n_batches: int, inputs: torch.Tensor, model
+) -> None:
+    """Raise `DivergedError` when `value` (a batch's loss) is NaN or inf, saying where
+    (`stage`, e.g. "training, epoch 3", and the batch) and whether its input batch or the
+    model's weights held NaN/inf."""
+    if math.isfinite(value):
+        return
+    bad_input = not bool(torch.isfinite(inputs).all())
+    bad_weights = any(not bool(torch.isfinite(p).all()) for p in model.parameters())
+    cause = (
+        "the input batch holds NaN/inf"
+        if bad_input
+        else "the input batch is finite"
+        + (", the model's weights hold NaN/inf" if bad_weights else "")
+        + ": the model diverged; lower protocol.lr or set protocol.grad_clip_norm"
+    )
+    raise DivergedError(
+        f"{stage}, batch {batch + 1}/{n_batches}: loss is {value} ({cause}). Stopped "
+        f"without a record."
+    )
