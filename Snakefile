@@ -2,15 +2,21 @@
 #   snakemake --cores all                       # the suite named in params.yaml (default)
 #   snakemake --cores all --config suite=uea10  # another suite
 #   snakemake --profile slurm                   # on a SLURM cluster (docs/cluster.md)
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version, update_config
+
+from ssmbench.config import read_params, validate_schema
 
 min_version("9.0")
 
 
-configfile: "params.yaml"
-
-
-validate(config, "workflow/schemas/params.schema.yaml")
+# params.yaml is read by ssmbench's reader rather than `configfile:`, so that a YAML
+# syntax error, a duplicated key or an empty file gets the message `ssmbench check`
+# gives (file, line, key); `--config` / `--configfile` values from the command line,
+# already in `config`, override the file as they would a configfile.
+_params = read_params("params.yaml")
+update_config(_params, config)
+config.update(_params)
+validate_schema(config, source="params.yaml")
 
 
 include: "workflow/rules/common.smk"
