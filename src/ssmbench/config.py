@@ -300,6 +300,34 @@ def known_datasets(params: dict, benchmark: str) -> list[str]:
     return list(params["benchmarks"][benchmark].get("datasets", []))
 
 
+def unknown_name(
+    params: dict,
+    benchmark: str,
+    dataset: str,
+    model: str | None = None,
+    source: str = "params.yaml",
+) -> tuple[str, str] | None:
+    """The first of benchmark, dataset (and model) that params.yaml does not define, as
+    (kind, why); None when it defines all. A run, a fetch or a prepare of a name it does
+    not define is refused before it starts."""
+    benchmarks = params["benchmarks"]
+    if benchmark not in benchmarks:
+        return "benchmark", (
+            f"{benchmark!r} is not a benchmark of {source} (benchmarks: {', '.join(benchmarks)})"
+        )
+    datasets = known_datasets(params, benchmark)
+    if dataset not in datasets:
+        return "dataset", (
+            f"{dataset!r} is not a dataset of benchmark {benchmark!r} in {source} "
+            f"(benchmarks.{benchmark}.datasets: {', '.join(datasets)})"
+        )
+    if model is not None and model not in params["models"]:
+        return "model", (
+            f"{model!r} is not a model of {source} (models: {', '.join(params['models'])})"
+        )
+    return None
+
+
 def check_params(params: dict, source: str = "params.yaml") -> None:
     """Cross-references the schema cannot express. Raises ConfigError listing every problem."""
     from ssmbench.models import validate_model_params

@@ -9,6 +9,7 @@ import shlex
 import sys
 from pathlib import Path
 
+from ssmbench.data.names import BENCHMARK_PATTERN, NAME_PATTERN
 from ssmbench.data.sources import data_settings, derived_base
 from ssmbench.config import (
     Job,
@@ -34,10 +35,11 @@ DATASETS = suite_datasets(config)
 TRAIN_RESOURCES = TrainResources(config)
 
 
+# the name patterns of ssmbench.data.names: a wildcard is one plain path component
 wildcard_constraints:
-    benchmark="[a-z0-9_]+",
-    dataset="[A-Za-z0-9_-]+",
-    model="[A-Za-z0-9_-]+",
+    benchmark=BENCHMARK_PATTERN,
+    dataset=NAME_PATTERN,
+    model=NAME_PATTERN,
     fold=r"\d+",
 
 
