@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -51,9 +52,30 @@ def atomic_write_text(path: str | os.PathLike, text: str, durable: bool = True) 
 
 
 def atomic_write_json(path: str | os.PathLike, obj, sort_keys: bool = True) -> Path:
-    return atomic_write_text(
-        path, json.dumps(obj, indent=2, sort_keys=sort_keys, default=_json_default) + "\n"
-    )
+    """Write `obj` as strict JSON: a NaN or inf anywhere is a ValueError naming the path
+    and the field, and nothing is written (bare ``NaN`` is not JSON; a field with no value
+    is ``None``, written as ``null``, by its writer's choice)."""
+    try:
+        text = json.dumps(
+            obj, indent=2, sort_keys=sort_keys, default=_json_default, allow_nan=False
+        )
+    except ValueError as e:
+        fields = ", ".join(_non_finite_fields(obj)) or "?"
+        raise ValueError(f"{path}: not written: JSON has no NaN or inf, found {fields}") from e
+    return atomic_write_text(path, text + "\n")
+
+
+def _non_finite_fields(obj, prefix: str = "") -> list[str]:
+    """The dotted names of the NaN/inf floats in `obj` (dicts, lists, numpy scalars)."""
+    if isinstance(obj, dict):
+        return [f for k, v in obj.items() for f in _non_finite_fields(v, f"{prefix}{k}.")]
+    if isinstance(obj, list | tuple):
+        return [f for i, v in enumerate(obj) for f in _non_finite_fields(v, f"{prefix}{i}.")]
+    scalar = hasattr(obj, "item") and getattr(obj, "size", 1) == 1  # a numpy scalar
+    value = obj.item() if scalar and not isinstance(obj, float) else obj
+    if isinstance(value, float) and not math.isfinite(value):
+        return [f"{prefix.rstrip('.') or '(top level)'} = {value}"]
+    return []
 
 
 def _json_default(value):

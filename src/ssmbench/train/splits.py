@@ -26,6 +26,7 @@ def split_indices(dataset, fold: int, val_fraction: float, seed: int):
     the dataset's own validation rows when it has them (Physiome-ODE's 70/20/10), else a
     stratified draw (classification) or a seeded random draw (regression) of
     ``val_fraction`` of the training rows."""
+    from ssmbench.data.errors import DataError
     from ssmbench.data.store import stratified_validation_split
 
     test_idx = np.asarray(dataset.test_indices(fold), dtype=np.int64)
@@ -41,7 +42,10 @@ def split_indices(dataset, fold: int, val_fraction: float, seed: int):
     else:
         n_val = max(1, math.ceil(float(val_fraction) * len(pool)))
         if n_val >= len(pool):
-            raise ValueError(f"fold {fold}: {len(pool)} training rows leave none to train on")
+            raise DataError(
+                f"{dataset.path}: fold {fold} with val_fraction {val_fraction} leaves none "
+                f"of its {len(pool)} training rows to train on. Lower protocol.val_fraction."
+            )
         chosen = np.random.default_rng(seed).permutation(len(pool))[:n_val]
         val_idx = np.sort(pool[chosen])
         train_idx = np.setdiff1d(pool, val_idx)
