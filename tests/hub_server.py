@@ -1,7 +1,9 @@
 """A tiny stand-in for the Hugging Face Hub's file endpoint, on 127.0.0.1, for offline tests.
 
-``huggingface_hub.hf_hub_download`` (2.4.0, plain HTTP, hf_xet disabled) needs only
-``/{datasets/}{repo_id}/resolve/{revision}/{filename}``:
+``huggingface_hub.hf_hub_download`` (2.4.0, plain HTTP, hf_xet disabled) needs
+``/{datasets/}{repo_id}/resolve/{revision}/{filename}``, and ``HfApi.list_repo_files`` the
+tree listing ``/api/{datasets|models}/{repo_id}/tree/{revision}`` (a JSON list of
+``{"type": "file", "path", "size", "oid", "lfs"}``, one page: no ``Link`` header):
 
 * ``HEAD`` (``get_hf_file_metadata``): ``X-Repo-Commit`` (the commit the revision resolves
   to; without it the client refuses the endpoint), ``ETag`` (a git blob sha1 for files kept
@@ -118,11 +120,44 @@ class _Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(payload)
 
+    def _tree(self, path: str) -> None:
+        """The file list of a repo at a revision, as ``HfApi.list_repo_tree`` reads it."""
+        import json
+
+        repo_key, _, revision = path[len("api/") :].partition("/tree/")
+        repo_key = (
+            repo_key.replace("models/", "", 1) if repo_key.startswith("models/") else repo_key
+        )
+        repo = self.hub.repos.get(repo_key)
+        if repo is None:
+            return self._error(404, "RepoNotFound", f"Repository {repo_key} not found")
+        if revision.strip("/") not in ("main", repo["commit"]):
+            return self._error(404, "RevisionNotFound", f"Invalid rev id: {revision}")
+        entries = []
+        for fname, data in repo["files"].items():
+            entry = {"type": "file", "path": fname, "size": len(data), "oid": git_blob_sha1(data)}
+            if fname in repo["lfs"]:
+                entry["lfs"] = {
+                    "oid": hashlib.sha256(data).hexdigest(),
+                    "size": len(data),
+                    "pointerSize": 134,
+                }
+            entries.append(entry)
+        payload = json.dumps(entries).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
     def _serve(self, body: bool) -> None:
         hub = self.hub
         with hub._lock:
             hub.requests.append((self.command, self.path, self.headers.get("Range")))
         path = unquote(self.path.split("?", 1)[0]).lstrip("/")
+        if path.startswith("api/") and "/tree/" in path:
+            return self._tree(path)
         if "/resolve/" not in path:
             return self._error(404, "EntryNotFound", f"no route {path}")
         repo_key, rest = path.split("/resolve/", 1)

@@ -125,7 +125,8 @@ def test_fetch_and_prepare_from_hub(hub, tmp_path):
     for fname, data in files.items():
         assert (dest / fname).read_bytes() == data
     assert not (dest / STAGING).exists()
-    assert hub.count("GET") == len(files)  # each file downloaded once
+    downloads = [p for m, p, _ in hub.requests if m == "GET" and "/resolve/" in p]
+    assert len(downloads) == len(files)  # each file downloaded once
 
     out = prepare_monster(NAME, raw, tmp_path / "prepared", chunk_rows=7)
     assert out == tmp_path / "prepared" / NAME
@@ -173,7 +174,9 @@ def test_pinned_revision_and_explicit_endpoint(hub, hub_env, tmp_path):
     hub_env.delenv("HF_ENDPOINT")
     prov = fetch_monster(NAME, tmp_path / "raw", revision=COMMIT1, endpoint=hub.endpoint)
     assert prov["revision"] == COMMIT1 and prov["revision_requested"] == COMMIT1
-    assert all(f"/resolve/{COMMIT1}/" in path for _, path, _ in hub.requests)
+    assert all(
+        f"/resolve/{COMMIT1}/" in path or f"/tree/{COMMIT1}?" in path for _, path, _ in hub.requests
+    )
 
 
 def test_corrupt_download_keeps_previous_copy(hub, tmp_path):
@@ -473,3 +476,49 @@ def test_monster_files_names():
         "LakeIce_y.npy",
         *(f"test_indices_fold_{k}.txt" for k in range(5)),
     ]
+
+
+# --------------------------------------------------------------------------- label spelling
+def _capital_y(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The repo's files with the label file spelt ``<Name>_Y.npy``, as some MONSTER repos do."""
+    return {(f"{NAME}_Y.npy" if f == f"{NAME}_y.npy" else f): d for f, d in files.items()}
+
+
+def test_monster_files_follow_the_listing():
+    assert monster_files("LakeIce", ["LakeIce_Y.npy", "LakeIce_X.npy"])[1] == "LakeIce_Y.npy"
+    assert monster_files("LakeIce", ["LakeIce_y.npy"])[1] == "LakeIce_y.npy"
+    both = ["LakeIce_Y.npy", "LakeIce_y.npy"]  # aeon and the MONSTER loader take _Y first
+    assert monster_files("LakeIce", both)[1] == "LakeIce_Y.npy"
+
+
+@pytest.mark.parametrize("label", ["_y.npy", "_Y.npy"])
+def test_both_label_spellings_from_the_hub(hub_env, tmp_path, label):
+    X, y, _, files = make_dataset(np.float64)
+    if label == "_Y.npy":
+        files = _capital_y(files)
+    with FakeHub() as server:
+        server.add_repo(REPO, files, COMMIT1)
+        hub_env.setenv("HF_ENDPOINT", server.endpoint)
+        prov = fetch_monster(NAME, tmp_path / "raw")
+        tree = [p for m, p, _ in server.requests if m == "GET" and "/tree/" in p]
+    assert tree and tree[0].startswith(f"/api/datasets/{REPO}/tree/{COMMIT1}")
+    assert f"{NAME}/{NAME}{label}" in prov["raw_files"]
+    out = prepare_monster(NAME, tmp_path / "raw", tmp_path / "prep")
+    np.testing.assert_array_equal(np.load(out / "y.npy"), np.searchsorted(sorted(LABELS), y))
+
+
+def test_a_hub_repo_without_labels_names_what_it_holds(hub, hub_env, tmp_path):
+    _, _, _, files = make_dataset(np.float64)
+    del files[f"{NAME}_y.npy"]
+    hub.add_repo(REPO, files, COMMIT2)
+    with pytest.raises(DataError, match=rf"has no {NAME}_y\.npy; it holds {NAME}_X\.npy"):
+        fetch_monster(NAME, tmp_path / "raw")
+
+
+def test_capital_y_from_a_local_dir(hub_env, tmp_path):
+    _, y, _, files = make_dataset(np.float64)
+    write_files(tmp_path / "local" / NAME, _capital_y(files))
+    prov = fetch_monster(NAME, tmp_path / "raw", local_dir=tmp_path / "local")
+    assert f"{NAME}/{NAME}_Y.npy" in prov["raw_files"]
+    out = prepare_monster(NAME, tmp_path / "raw", tmp_path / "prep")
+    assert np.load(out / "y.npy").shape == y.shape

@@ -4,8 +4,12 @@
 ``provenance.json`` beside them; ``prepare_monster`` turns them into the prepared format of
 ``docs/contracts.md`` without ever loading ``X`` into memory.
 
-The Hub dataset repo ``monster-monash/<Name>`` holds ``<Name>_X.npy`` (N, C, L),
+The Hub dataset repo ``monster-monash/<Name>`` holds ``<Name>_X.npy`` (N, C, L), the labels
 ``<Name>_y.npy`` (N,) and ``test_indices_fold_{k}.txt`` for k = 0..4 (one row index a line).
+Some repositories spell the label file ``<Name>_Y.npy``: as aeon's ``load_monster_dataset``
+and the MONSTER benchmark's own loader do, ``_Y`` is taken when the repository (the Hub's
+file list of the commit, or the folder's listing) holds it, else ``_y``
+(:func:`monster_files`).
 
 Where the files come from:
 
@@ -70,7 +74,13 @@ from ssmbench.data.npy_chunks import (
     scan_and_convert,
     write_npy,
 )
-from ssmbench.data.provenance import PROVENANCE, utc_now, verified_provenance
+from ssmbench.data.provenance import (
+    PROVENANCE,
+    REJECTED,
+    refetch_command,
+    utc_now,
+    verified_provenance,
+)
 from ssmbench.io import atomic_folder, atomic_write_json
 
 HUB_ORG = "monster-monash"
@@ -88,11 +98,33 @@ _SHA1_RE = re.compile(r"[0-9a-f]{40}")
 
 
 # --------------------------------------------------------------------------- helpers
-def monster_files(name: str) -> list[str]:
-    """The raw file names of dataset ``name``, as in its Hub repo."""
-    return [f"{name}_X.npy", f"{name}_y.npy"] + [
-        f"test_indices_fold_{k}.txt" for k in range(N_FOLDS)
-    ]
+def label_names(name: str) -> tuple[str, str]:
+    """The spellings of the label file, in the order they are looked for."""
+    return f"{name}_Y.npy", f"{name}_y.npy"
+
+
+def monster_files(name: str, listing=()) -> list[str]:
+    """The raw file names of dataset ``name``, as in its Hub repo: the label file spelt as
+    in ``listing`` (the names the repository or folder holds; ``_y`` when it holds none)."""
+    upper, lower = label_names(name)
+    label = upper if upper in set(listing) else lower
+    return [f"{name}_X.npy", label] + [f"test_indices_fold_{k}.txt" for k in range(N_FOLDS)]
+
+
+def folder_files(name: str, folder: Path) -> list[str]:
+    """:func:`monster_files` as spelt in ``folder`` (``_y`` when it does not exist)."""
+    try:
+        listing = os.listdir(folder)
+    except OSError:
+        listing = []
+    return monster_files(name, listing)
+
+
+def _drop_other_spelling(dest: Path, files: list[str], name: str) -> None:
+    """After an install, remove a label file of the other spelling left by an older copy."""
+    for other in label_names(name):
+        if other not in files and other in os.listdir(dest):
+            (dest / other).unlink(missing_ok=True)
 
 
 def repo_id_of(name: str) -> str:
@@ -148,11 +180,12 @@ def locate_local(name: str, local_dir: str | os.PathLike) -> Path:
     root = Path(local_dir)
     for folder in (root / name, root):
         if (folder / f"{name}_X.npy").is_file():
-            missing = [f for f in monster_files(name) if not (folder / f).is_file()]
+            files = folder_files(name, folder)
+            missing = [f for f in files if not (folder / f).is_file()]
             if missing:
                 raise DataError(
                     f"MONSTER dataset {name}: {folder} lacks {', '.join(missing)}. Put all of "
-                    f"{', '.join(monster_files(name))} there (as in the Hub repo "
+                    f"{', '.join(files)} there (as in the Hub repo "
                     f"{repo_id_of(name)})."
                 )
             return folder
@@ -174,10 +207,11 @@ def _link_or_copy(src: Path, dst: Path) -> str:
 
 
 def _fetch_local(name: str, dest: Path, root: Path, folder: Path) -> dict:
-    expected, sums_used = listed_sha256(root, folder, name, monster_files(name))
+    files = folder_files(name, folder)
+    expected, sums_used = listed_sha256(root, folder, name, files)
     raw_files, sizes, verified = {}, {}, {}
     with staging(dest) as staged:
-        for fname in monster_files(name):
+        for fname in files:
             src = folder / fname
             if src.resolve() == (dest / fname).resolve():
                 tmp = src  # the files are already in place (offline adoption)
@@ -199,6 +233,7 @@ def _fetch_local(name: str, dest: Path, root: Path, folder: Path) -> dict:
             sizes[f"{name}/{fname}"] = tmp.stat().st_size
             verified[fname] = "SHA256SUMS" if fname in expected else None
         install_staged(staged, dest)
+    _drop_other_spelling(dest, files, name)
     return {
         "dataset": name,
         "source": "local_dir",
@@ -246,6 +281,40 @@ def _hub_error(name: str, fname: str, revision: str, endpoint: str, e: Exception
     )
 
 
+def _hub_files(name: str, revision: str, endpoint: str) -> tuple[str, list[str]]:
+    """(the commit ``revision`` resolves to, the raw file names as the repository's file list
+    at that commit spells them). The HEAD of ``<name>_X.npy`` resolves the commit, so every
+    file is then read at that one commit."""
+    from huggingface_hub import HfApi, get_hf_file_metadata, hf_hub_url
+
+    repo = repo_id_of(name)
+    first = monster_files(name)[0]
+    try:
+        url = hf_hub_url(repo, first, repo_type="dataset", revision=revision, endpoint=endpoint)
+        md = get_hf_file_metadata(url, endpoint=endpoint)
+        if md.commit_hash is None:
+            raise DataError(
+                f"MONSTER dataset {name}: {url} answered without an X-Repo-Commit header: "
+                f"{endpoint} is not a Hugging Face Hub endpoint. Fix HF_ENDPOINT."
+            )
+        listing = HfApi(endpoint=endpoint).list_repo_files(
+            repo, repo_type="dataset", revision=md.commit_hash
+        )
+    except DataError:
+        raise
+    except Exception as e:  # HfHubHTTPError, httpx errors, ...
+        raise _hub_error(name, first, revision, endpoint, e) from e
+    files = monster_files(name, listing)
+    missing = [f for f in files if f not in listing]
+    if missing:
+        raise DataError(
+            f"MONSTER dataset {name}: {repo} at commit {md.commit_hash} (revision "
+            f"{revision!r}) has no {', '.join(missing)}; it holds {', '.join(sorted(listing))}. "
+            f"Check the dataset name and revision in params.yaml."
+        )
+    return md.commit_hash, files
+
+
 def _fetch_hub(name: str, dest: Path, revision: str, endpoint: str | None) -> dict:
     try:
         from huggingface_hub import constants as hub_constants
@@ -259,20 +328,14 @@ def _fetch_hub(name: str, dest: Path, revision: str, endpoint: str | None) -> di
     repo = repo_id_of(name)
     hub_staging = dest / STAGING
     hub_staging.mkdir(parents=True, exist_ok=True)
-    commit: str | None = None
     staged: dict[str, Path] = {}
     raw_files, sizes, verified = {}, {}, {}
-    for fname in monster_files(name):
-        rev = commit or revision
+    commit, files = _hub_files(name, revision, endpoint)
+    for fname in files:
+        rev = commit
         try:
-            url = hf_hub_url(repo, fname, repo_type="dataset", revision=rev, endpoint=endpoint)
+            url = hf_hub_url(repo, fname, repo_type="dataset", revision=commit, endpoint=endpoint)
             md = get_hf_file_metadata(url, endpoint=endpoint)
-            if md.commit_hash is None:
-                raise DataError(
-                    f"MONSTER dataset {name}: {url} answered without an X-Repo-Commit header: "
-                    f"{endpoint} is not a Hugging Face Hub endpoint. Fix HF_ENDPOINT."
-                )
-            commit = commit or md.commit_hash
             path = Path(
                 hf_hub_download(
                     repo_id=repo,
@@ -309,6 +372,7 @@ def _fetch_hub(name: str, dest: Path, revision: str, endpoint: str | None) -> di
         verified[fname] = kind
     install_staged(staged, dest)
     shutil.rmtree(hub_staging, ignore_errors=True)
+    _drop_other_spelling(dest, files, name)
     return {
         "dataset": name,
         "source": "hub",
@@ -347,7 +411,7 @@ def fetch_monster(
     raw_dir = Path(raw_dir)
     dest = raw_dir / name
 
-    existing = verified_provenance(dest, name, monster_files(name))
+    existing = verified_provenance(dest, name, folder_files(name, dest))
     if existing is not None and not force and _fits_request(existing, revision, local_dir):
         return existing
 
@@ -365,16 +429,19 @@ def fetch_monster(
                 f"revision {revision} is requested, and the Hub cannot be reached offline. Go "
                 f"online (unset HF_HUB_OFFLINE / offline) or request the recorded revision."
             )
-        present = [f for f in monster_files(name) if (dest / f).is_file()]
-        if len(present) == len(monster_files(name)) and not (dest / PROVENANCE).exists():
+        files = folder_files(name, dest)
+        present = [f for f in files if (dest / f).is_file()]
+        recorded = (dest / PROVENANCE).exists() or (dest / REJECTED).exists()
+        if len(present) == len(files) and not recorded:
             # Files put in the raw folder by hand: adopt them as they are.
             prov = _fetch_local(name, dest, raw_dir, dest)
             return _write_provenance(dest, prov)
-        state = (
-            f"{dest} does not match its {PROVENANCE} (changed or damaged files)"
-            if (dest / PROVENANCE).exists()
-            else f"{dest} has only {len(present)} of its {len(monster_files(name))} files"
-        )
+        if (dest / REJECTED).exists():
+            state = f"the copy in {dest} failed to prepare ({dest / REJECTED} says why)"
+        elif (dest / PROVENANCE).exists():
+            state = f"{dest} does not match its {PROVENANCE} (changed or damaged files)"
+        else:
+            state = f"{dest} has only {len(present)} of its {len(files)} files"
         raise DataError(
             f"MONSTER dataset {name} is not available offline: {state}. Set local_dir "
             f"(benchmarks.monster.local_dir in params.yaml) to a folder holding "
@@ -482,7 +549,7 @@ def prepare_monster(
         )
     src = Path(raw_dir) / name
     out_dir = Path(out_dir)
-    files = monster_files(name)
+    files = folder_files(name, src)
     for fname in files:
         if not (src / fname).is_file():
             raise DataError(
@@ -498,7 +565,7 @@ def prepare_monster(
     except (ValueError, TypeError, AttributeError) as e:
         raise DataError(
             f"{prov_path}: not a valid provenance record ({e}). Fetch {name} again "
-            f"(fetch_monster(..., force=True))."
+            f"(`{refetch_command(raw_dir, name)}`)."
         ) from e
 
     hdr = read_npy_header(x_path)
@@ -521,7 +588,7 @@ def prepare_monster(
                 raise DataError(
                     f"{src / Path(rel).name}: sha256 {digest} differs from the one recorded in "
                     f"{prov_path} at fetch time. The raw file changed; fetch it again "
-                    f"(fetch_monster(..., force=True))."
+                    f"(`{refetch_command(raw_dir, name)}`)."
                 )
         if bad["nan"] or bad["inf"]:
             raise DataError(

@@ -36,7 +36,7 @@ def read_npy_header(path: Path) -> tuple[tuple[int, ...], bool, np.dtype, int]:
     except (ValueError, OSError, EOFError) as e:
         raise DataError(
             f"{path}: not a readable .npy file ({e}). The file is corrupt or truncated; "
-            f"fetch it again (fetch_monster(..., force=True))."
+            f"fetch it again."
         ) from e
     if dtype.hasobject:
         raise DataError(f"{path}: holds Python objects (dtype {dtype}); expected numbers.")
@@ -45,8 +45,7 @@ def read_npy_header(path: Path) -> tuple[tuple[int, ...], bool, np.dtype, int]:
     if actual != expected:
         raise DataError(
             f"{path}: {actual} bytes but its header (shape {shape}, dtype {dtype}) needs "
-            f"{expected}. The file is truncated or corrupt; fetch it again "
-            f"(fetch_monster(..., force=True))."
+            f"{expected}. The file is truncated or corrupt; fetch it again."
         )
     return tuple(int(s) for s in shape), bool(fortran), dtype, offset
 

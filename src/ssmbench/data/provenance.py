@@ -1,5 +1,12 @@
 """What every source records about its raw files: `<raw_dir>/<Name>/provenance.json` with
-the sha256 of each file, and the check that a recorded fetch is still intact."""
+the sha256 of each file, the check that a recorded fetch is still intact, and the
+rejection of a raw copy that failed to prepare.
+
+A raw copy can match its record and still be bad (a truncated download, a corrupt file in
+the source folder): preparing it fails. :func:`reject_raw_copy` then moves its
+``provenance.json`` aside to ``.provenance.rejected.json`` (with the error), so the next
+fetch (``ssmbench fetch``, or the workflow, whose fetch output it is) fetches it again
+instead of keeping it."""
 
 from __future__ import annotations
 
@@ -9,10 +16,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ssmbench.data.checksums import sha256_file
+from ssmbench.data.errors import DataError
 
 PROVENANCE = "provenance.json"
+#: a rejected record, kept beside the raw files for the post-mortem (see the module docstring)
+REJECTED = ".provenance.rejected.json"
 
-__all__ = ["PROVENANCE", "recorded_files", "sha256_file", "utc_now", "verified_provenance"]
+__all__ = [
+    "PROVENANCE",
+    "REJECTED",
+    "recorded_files",
+    "refetch_command",
+    "reject_raw_copy",
+    "sha256_file",
+    "utc_now",
+    "verified_provenance",
+]
 
 
 def utc_now() -> str:
@@ -53,3 +72,30 @@ def recorded_files(dest: Path, name: str) -> list[str] | None:
         return None
     files = [k.split("/", 1)[1] for k in keys if k.startswith(f"{name}/")]
     return files or None
+
+
+def refetch_command(raw_dir: str | Path, name: str) -> str:
+    """The command that fetches dataset ``name`` of ``<raw root>/<benchmark>`` again."""
+    return f"ssmbench fetch --benchmark {Path(raw_dir).name} --dataset {name} --force"
+
+
+def reject_raw_copy(raw_dir: str | Path, name: str, error: DataError) -> DataError:
+    """Mark the raw copy ``<raw_dir>/<name>/`` as failed: its ``provenance.json`` moves to
+    :data:`REJECTED` with the error, so the next fetch fetches it again. Returns ``error``'s
+    message with what happens next, as a DataError to raise."""
+    dest = Path(raw_dir) / name
+    prov_path = dest / PROVENANCE
+    try:
+        prov = json.loads(prov_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        prov = None
+    if isinstance(prov, dict):
+        prov["rejected"] = {"when": utc_now(), "error": str(error)}
+        tmp = dest / f"{REJECTED}.tmp"
+        tmp.write_text(json.dumps(prov, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(dest / REJECTED)
+    prov_path.unlink(missing_ok=True)
+    return DataError(
+        f"{error} The raw copy {dest} is marked bad ({REJECTED}): the next fetch fetches it "
+        f"again (`{refetch_command(raw_dir, name)}`, or rerun the workflow)."
+    )

@@ -51,7 +51,12 @@ from ssmbench.data.catalog import domain_of
 from ssmbench.data.checksums import listed_sha256, sha256_file
 from ssmbench.data.download import install_staged, staged_path, staging
 from ssmbench.data.errors import DataError
-from ssmbench.data.provenance import PROVENANCE, utc_now, verified_provenance
+from ssmbench.data.provenance import (
+    PROVENANCE,
+    refetch_command,
+    utc_now,
+    verified_provenance,
+)
 from ssmbench.io import atomic_folder, atomic_write_json
 
 SPLITS = ("TRAIN", "TEST")
@@ -304,7 +309,7 @@ def read_ts(path: str | os.PathLike) -> TsFile:
     interior_lines: list[int] = []
     n_padding = 0
     in_data = False
-    hint = "The file looks truncated or malformed; fetch it again (fetch_uea(..., force=True))."
+    hint = "The file looks truncated or malformed; fetch it again."
 
     try:
         f = open(path, encoding="utf-8", errors="replace")
@@ -466,7 +471,7 @@ def prepare_uea(name: str, raw_dir: str | os.PathLike, out_dir: str | os.PathLik
                 raise DataError(
                     f"{src / Path(rel).name}: sha256 {digest} differs from the one recorded "
                     f"in {prov_path} at fetch time. The raw file changed; fetch it again "
-                    f"(fetch_uea(..., force=True))."
+                    f"(`{refetch_command(raw_dir, name)}`)."
                 )
         source, source_url = prov.get("source"), prov.get("source_url")
     else:  # files placed by hand: treat the raw folder itself as the archive
