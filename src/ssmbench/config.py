@@ -1,9 +1,12 @@
 """params.yaml: loading, validation and the suite grid.
 
-params.yaml is the single source of truth. The JSON Schema (workflow/schemas/) checks its
-shape; `check_params` then checks what a schema cannot: that every suite names known
-benchmarks, datasets and models, and that each model's hyperparameters fit its family.
-Both run when Snakemake parses the workflow, so a bad config fails before any job runs.
+params.yaml is the single source of truth. `read_params` reads it (a syntax error, a key
+given twice or an empty file is named with its line); the JSON Schema (workflow/schemas/)
+checks its shape and the type and range of every value, a suite's overrides included;
+`check_params` then checks what a schema cannot: that every suite names known benchmarks,
+datasets and models, that each model's hyperparameters fit its family, and that batch_min
+<= batch_max. All run when Snakemake parses the workflow, so a bad config fails before any
+job runs, with the words `ssmbench check` uses.
 """
 
 from __future__ import annotations
