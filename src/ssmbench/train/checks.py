@@ -133,8 +133,9 @@ def check_split(dataset, fold: int, train_idx, val_idx, val_fraction: float) -> 
     task = dataset.meta.get("task", "classification")
     if task == "classification" and isinstance(n_classes, int) and len(train_idx) < n_classes:
         raise DataError(
-            f"{where} leaves {len(train_idx)} training rows for {n_classes} classes: the "
-            f"model cannot see every class. Lower protocol.val_fraction."
+            f"{where} leaves {len(train_idx)} training rows for {n_classes} classes "
+            f"(meta.json's n_classes): the model cannot see every class. Lower "
+            f"protocol.val_fraction, or prepare the dataset again if its split is wrong."
         )
 
 
