@@ -381,3 +381,35 @@ def test_crashing_jobs_do_not_stop_the_others_and_status_names_them(tmp_path):
     assert status()["counts"] == {
         "done": 0, "stale": 2, "failed": 4, "incomplete": 0, "missing": 0
     }  # fmt: skip
+
+
+def test_a_run_whose_dataset_failed_to_prepare_is_failed(params, tmp_path):
+    job = suite_grid(params)[0]
+    error = (
+        f"ssmbench prepare: error: data/raw/{job.benchmark}/{job.dataset}/"
+        f"{job.dataset}_TRAIN.ts: line 12 (case 3): 2 channels, expected 6. The raw copy is "
+        f"marked bad: the next fetch fetches it again"
+    )
+    prepare_log = tmp_path / "logs" / "prepare" / job.benchmark / f"{job.dataset}.log"
+    prepare_log.parent.mkdir(parents=True)
+    prepare_log.write_text(f"{error}\n")
+    got = run_status(params, job, tmp_path)
+    assert got.state == "failed"
+    assert got.detail == f"prepare: {error}"
+    assert got.log == str(prepare_log)
+    # a train log newer than the prepare failure (the dataset prepared since) decides
+    write_log(params, job, tmp_path, "epoch    1/2 train_loss=0.6 (0.1s)\n")
+    os.utime(prepare_log, (time.time() - 60, time.time() - 60))
+    assert run_status(params, job, tmp_path).state == "incomplete"
+
+
+def test_a_fetch_failure_is_failed_too(params, tmp_path):
+    job = suite_grid(params)[0]
+    fetch_log = tmp_path / "logs" / "fetch" / job.benchmark / f"{job.dataset}.log"
+    fetch_log.parent.mkdir(parents=True)
+    fetch_log.write_text("ssmbench fetch: error: UEA dataset X: download failed\n")
+    got = run_status(params, job, tmp_path)
+    assert (got.state, got.detail) == (
+        "failed",
+        "fetch: ssmbench fetch: error: UEA dataset X: download failed",
+    )
