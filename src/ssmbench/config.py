@@ -331,11 +331,50 @@ def unknown_name(
     return None
 
 
+def name_problems(params: dict) -> list[str]:
+    """Every name params.yaml gives that becomes a path component (benchmarks, datasets,
+    models, suites, derived_from) and is not a plain name (ssmbench.data.names), one line
+    each, naming its dotted path."""
+    found: list[tuple[str, str, object]] = [("suite", "suite", params.get("suite"))]
+    for bname, bench in (params.get("benchmarks") or {}).items():
+        found.append(("benchmarks", "benchmark", bname))
+        if isinstance(bench, dict):
+            if "derived_from" in bench:
+                found.append(
+                    (f"benchmarks.{bname}.derived_from", "benchmark", bench["derived_from"])
+                )
+            found += [
+                (f"benchmarks.{bname}.datasets", "dataset", d) for d in bench.get("datasets") or []
+            ]
+            found += [
+                (f"benchmarks.{bname}.dataset_overrides", "dataset", d)
+                for d in bench.get("dataset_overrides") or {}
+            ]
+    found += [("models", "model", m) for m in params.get("models") or {}]
+    for sname, suite in (params.get("suites") or {}).items():
+        found.append(("suites", "suite", sname))
+        if not isinstance(suite, dict):
+            continue
+        for bench, datasets in (suite.get("benchmarks") or {}).items():
+            found.append((f"suites.{sname}.benchmarks", "benchmark", bench))
+            found += [(f"suites.{sname}.benchmarks.{bench}", "dataset", d) for d in datasets or []]
+        found += [(f"suites.{sname}.models", "model", m) for m in suite.get("models") or []]
+        found += [
+            (f"suites.{sname}.benchmark_overrides", "benchmark", b)
+            for b in suite.get("benchmark_overrides") or {}
+        ]
+    return [
+        f"{where}: {problem}"
+        for where, kind, value in found
+        if (problem := name_problem(kind, value)) is not None
+    ]
+
+
 def check_params(params: dict, source: str = "params.yaml") -> None:
     """Cross-references the schema cannot express. Raises ConfigError listing every problem."""
     from ssmbench.models import validate_model_params
 
-    problems: list[str] = []
+    problems: list[str] = name_problems(params)
     suites = params.get("suites", {})
     if params.get("suite") not in suites:
         problems.append(
