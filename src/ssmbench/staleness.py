@@ -7,6 +7,12 @@ training again) and `ssmbench status` all call it. A record keeps what it was ma
 (``model_params``, ``protocol``, ``code_digest``), so the answer needs nothing but the
 record: it holds in a fresh clone whose records came from `dvc pull`.
 
+A record and its curve are one unit: the record names its curve (``curve_file``) and
+holds the sha256 of its bytes (``curve_sha256``); `curve_problem` says when the curve
+beside a record is not that one (a new curve published beside an old record by a write
+that failed half-way, an edited or missing curve), and every reader trusts a curve only
+when it has none.
+
 The code digest (`training_code_digest`) covers the code a run's result depends on beyond
 its settings (`digested_modules`): the train package, the prepared-data store, the
 complexity counts, the model registry's functions and the run's own model family.
@@ -188,11 +194,47 @@ class RecordState:
         return "; ".join(self.reasons)
 
 
+#: the record keys that tie it to its curve: the curve's file name and its sha256
+CURVE_FILE_KEY = "curve_file"
+CURVE_SHA256_KEY = "curve_sha256"
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def curve_problem(record_path: str | Path, record: dict) -> str | None:
+    """Why the curve beside the record at ``record_path`` (``record``, its content) is not
+    the one written with it; None when it is. The curve is the file the record names
+    (``curve_file``: a plain file name beside the record) with the sha256 it holds
+    (``curve_sha256``). A record that holds no sha256 vouches for its curve by name
+    alone."""
+    name = record.get(CURVE_FILE_KEY)
+    if name is None:
+        return "it names no curve file"
+    if not isinstance(name, str) or not name or Path(name).name != name or name[0] == ".":
+        return f"its curve_file {name!r} is not a file name beside it"
+    path = Path(record_path).parent / name
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return f"its curve file {name} is missing"
+    except OSError as exc:
+        return f"its curve file {name} is unreadable ({exc.strerror or exc})"
+    expected = record.get(CURVE_SHA256_KEY)
+    if expected is not None and sha256_hex(data) != expected:
+        return (
+            f"its curve file {name} is not the one written with it (sha256 "
+            f"{sha256_hex(data)[:12]}..., the record's {str(expected)[:12]}...)"
+        )
+    return None
+
+
 def record_state(record_path: str | Path, spec: dict) -> RecordState:
     """Whether the record at ``record_path`` was made with the settings (but
     EXECUTION_KEYS), model hyperparameters and training code (`training_code_digest`)
-    that ``spec`` (`ssmbench.config.job_spec`) asks for, and its curve file is there. A
-    missing or unreadable record is not current."""
+    that ``spec`` (`ssmbench.config.job_spec`) asks for, and its curve file is the one
+    written with it (`curve_problem`). A missing or unreadable record is not current."""
     record_path = Path(record_path)
     try:
         record = json.loads(record_path.read_text())
@@ -218,9 +260,9 @@ def record_state(record_path: str | Path, spec: dict) -> RecordState:
     if record.get("code_digest") != spec["code"]:
         changed.append(f"training code ({record.get('code_digest')} -> {spec['code']})")
     reasons = ["changed since the record: " + ", ".join(changed)] if changed else []
-    curve = record.get("curve_file")
-    if isinstance(curve, str) and not (record_path.parent / curve).is_file():
-        reasons.append(f"its curve file {curve} is missing")
+    problem = curve_problem(record_path, record) if CURVE_FILE_KEY in record else None
+    if problem:
+        reasons.append(problem)
     return RecordState(not reasons, tuple(reasons))
 
 

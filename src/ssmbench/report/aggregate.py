@@ -71,7 +71,8 @@ RECORD_KEYS = (
     "protocol",
 )
 #: Record keys left out of metrics.csv: provenance (``train.records.PROVENANCE_KEYS``),
-#: wall-clock times, the device the run used, and the fingerprints of its code and data.
+#: wall-clock times, the device the run used, and the fingerprints of its code, data and
+#: curve (the curve holds wall-clock times).
 NOT_IN_METRICS = (
     *PROVENANCE_KEYS,
     "train_seconds",
@@ -81,6 +82,7 @@ NOT_IN_METRICS = (
     "threads",
     "code_digest",
     "dataset_sha256",
+    "curve_sha256",
 )
 #: Keys a record must have for the report to use it.
 REQUIRED_KEYS = ("benchmark", "dataset", "model", "fold", "test_error")
@@ -90,6 +92,7 @@ STD_DDOF = 0
 SUMMARY_DECIMALS = 6
 
 _RECORD_NAME = re.compile(r"^fold(\d+)\.json$")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class RecordError(ValueError):
@@ -138,6 +141,20 @@ def read_record(path: str | os.PathLike, runs_dir: str | os.PathLike | None = No
             raise RecordError(
                 f"malformed run record {path}: {key!r} must be a number or null, got {value!r}"
             )
+    # The curve a record vouches for: a plain file name beside it and a sha256.
+    curve = record.get("curve_file")
+    if curve is not None and (
+        not isinstance(curve, str) or not curve or Path(curve).name != curve or curve[0] == "."
+    ):
+        raise RecordError(
+            f"malformed run record {path}: 'curve_file' must be a file name beside it, "
+            f"got {curve!r}"
+        )
+    digest = record.get("curve_sha256")
+    if digest is not None and not (isinstance(digest, str) and _SHA256.fullmatch(digest)):
+        raise RecordError(
+            f"malformed run record {path}: 'curve_sha256' must be 64 hex digits, got {digest!r}"
+        )
     # The file's place must agree with its content: runs/{benchmark}/{dataset}/{model}/fold{k}.
     match = _RECORD_NAME.match(path.name)
     if match and int(match.group(1)) != record["fold"]:

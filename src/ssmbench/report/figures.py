@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator
 
 from ssmbench.io import atomic_write
+from ssmbench.staleness import CURVE_FILE_KEY, curve_problem
 
 from .aggregate import RecordError, read_record, summary_frame
 
@@ -206,10 +208,16 @@ def figure7(data: pd.DataFrame, path_stem: str | os.PathLike, benchmark: str) ->
 
 
 def load_curves(runs_dir: str | os.PathLike, models: Sequence[str] | None = None) -> pd.DataFrame:
-    """All ``fold{k}.curve.csv`` beside a finished record ``fold{k}.json`` (a curve without
-    its record is an unfinished run and is skipped), as one frame with columns
+    """All ``fold{k}.curve.csv`` beside a finished record ``fold{k}.json`` that is that
+    record's curve, as one frame with columns
     ``benchmark, dataset, model, fold, epoch, train_loss, train_accuracy, val_loss,
-    val_accuracy, seconds``; ``models`` keeps only those models."""
+    val_accuracy, seconds``; ``models`` keeps only those models.
+
+    A curve without its record (an unfinished run) is skipped. So is, with a warning, a
+    curve its record does not vouch for (``ssmbench.staleness.curve_problem``: not the
+    file the record names, or not the sha256 it holds: a new run's curve beside the
+    previous run's record); a record that names no curve file vouches for the one beside
+    it."""
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
         raise FileNotFoundError(f"runs directory not found: {runs_dir}")
@@ -222,6 +230,19 @@ def load_curves(runs_dir: str | os.PathLike, models: Sequence[str] | None = None
         record = read_record(record_path, runs_dir)
         if models is not None and record["model"] not in models:
             continue
+        if CURVE_FILE_KEY in record:
+            problem = (
+                f"the record names {record[CURVE_FILE_KEY]!r}"
+                if record[CURVE_FILE_KEY] != path.name
+                else curve_problem(record_path, record)
+            )
+            if problem:
+                warnings.warn(
+                    f"curve {path} left out: it is not the curve of the record beside it, "
+                    f"{record_path.name} ({problem})",
+                    stacklevel=2,
+                )
+                continue
         try:
             curve = pd.read_csv(path, float_precision="round_trip")  # exact, not 1 ulp off
         except (OSError, ValueError) as exc:

@@ -1,15 +1,13 @@
-"""Checkpoints of a deep training run, and the signals that ask a run to stop.
+"""Checkpoints of a deep training run: what they hold, and how they are saved and read.
 
-A run on a cluster can be stopped before it finishes: SLURM sends SIGTERM when a job
-reaches its time limit or is preempted (and SIGKILL a grace period later), and can send a
-chosen signal some time before the limit (``sbatch --signal``). ``ssmbench.train.protocol``
-catches SIGTERM and SIGUSR1 (`StopRequest`), completes the batch in progress, writes a
-checkpoint and exits with `RESUME_EXIT_CODE`; the retried job (Snakemake ``--retries``)
-or the requeued one (SLURM ``--requeue``) resumes from it and produces the record an
-uninterrupted run would have produced. A checkpoint is also written every
-``checkpoint_every`` epochs, but not within ``checkpoint_min_seconds`` of the previous one
-(params.yaml ``protocol``), so a hard kill (SIGKILL, a node failure) loses at most that
-many epochs or that many seconds of training, whichever is more.
+A run on a cluster can be stopped before it finishes (``ssmbench.train.stop``: SIGTERM or
+SIGUSR1 complete the batch in progress, write a checkpoint and exit with
+`RESUME_EXIT_CODE`); the retried job (Snakemake ``--retries``) or the requeued one (SLURM
+``--requeue``) resumes from it and produces the record an uninterrupted run would have
+produced. A checkpoint is also written every ``checkpoint_every`` epochs, but not within
+``checkpoint_min_seconds`` of the previous one (params.yaml ``protocol``), so a hard kill
+(SIGKILL, a node failure) loses at most that many epochs or that many seconds of
+training, whichever is more.
 
 A checkpoint holds everything the rest of the run depends on: the model and optimizer,
 the epoch and the batch within it, the running sums of the epoch in progress, every
@@ -22,6 +20,11 @@ state (best score, its weights, its epoch, epochs since) and the curve so far.
 * It carries `settings_digest` of the run (its settings, model hyperparameters, training
   code digest, dataset checksums, torch version): one made with anything else is never
   resumed but discarded, with a log line.
+* It carries `content_digest` of everything else it holds: one changed after it was
+  written (an edited tensor, a damaged byte that still loads) is discarded, with a log
+  line.
+* A checkpoint is optional work: one that cannot be written (full disk, read-only folder)
+  raises `CheckpointWriteError`, which the training loop logs as a warning and trains on.
 * It is written atomically (`ssmbench.io.atomic_write`) and read with
   ``torch.load(..., weights_only=True)``: it holds tensors, numbers, strings, lists and
   dicts only (random states are stored as tensors and lists), never pickled objects. An
@@ -33,12 +36,9 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-import signal
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
@@ -46,84 +46,20 @@ import torch
 from ssmbench.io import atomic_write
 from ssmbench.staleness import EXECUTION_KEYS
 
-#: Exit status of a run stopped by SIGTERM/SIGUSR1 (sysexits' EX_TEMPFAIL, "try again
-#: later"): its checkpoint is written and the next attempt resumes from it. Snakemake
-#: retries any failed job (``--retries``); the status tells a stopped run from a crash.
-RESUME_EXIT_CODE = 75
-
-#: The signals a run turns into "checkpoint and exit".
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+# The stop signals live in a module without torch (``ssmbench train`` catches them before
+# importing it); the names stay importable from here, where the resume logic is.
+from ssmbench.train.stop import (  # noqa: F401
+    RESUME_EXIT_CODE,
+    STOP_SIGNALS,
+    StopRequest,
+    TrainingInterrupted,
+)
 
 #: Bumped when the checkpoint layout changes: an older file is then discarded.
-FORMAT = 1
+FORMAT = 2
 
-_KEYS = ("format", "digest", "run", "epoch", "step", "partial", "model", "optimizer",
-         "rng", "early_stopping", "curve", "train_seconds")  # fmt: skip
-
-
-class TrainingInterrupted(SystemExit):
-    """A run stopped on a signal. It exits the process with `RESUME_EXIT_CODE` (it is a
-    SystemExit) unless a caller catches it (``ssmbench train`` logs it first)."""
-
-    def __init__(self, signum: int, checkpoint: Path | None = None):
-        super().__init__(RESUME_EXIT_CODE)
-        self.signum = int(signum)
-        self.checkpoint = checkpoint
-
-    @property
-    def signal_name(self) -> str:
-        return signal.Signals(self.signum).name
-
-    def __str__(self) -> str:
-        where = f"checkpoint {self.checkpoint}" if self.checkpoint else "no checkpoint"
-        return f"stopped by {self.signal_name} ({where}); exit status {RESUME_EXIT_CODE}"
-
-
-class StopRequest:
-    """Catches `STOP_SIGNALS` while active (a context manager) and restores the previous
-    handlers after. By default the handler only records the first signal (``signum``);
-    the training loop looks at it between batches. With ``immediate=True`` (runs with no
-    state worth saving) it raises `TrainingInterrupted` at once, until `disarm` is called.
-
-    Signal handlers can only be installed from the main thread; elsewhere the signals are
-    left to their current handlers (logged)."""
-
-    def __init__(self, log: Callable[[str], None] = print, immediate: bool = False):
-        self.log = log
-        self.immediate = immediate
-        self.signum: int | None = None
-        self._previous: dict[int, Any] = {}
-
-    @property
-    def requested(self) -> bool:
-        return self.signum is not None
-
-    @property
-    def signal_name(self) -> str:
-        return signal.Signals(self.signum).name if self.signum else ""
-
-    def disarm(self) -> None:
-        """From now on only record signals (the record is being written: never fail now)."""
-        self.immediate = False
-
-    def _handle(self, signum, frame) -> None:
-        if self.signum is None:
-            self.signum = signum
-        if self.immediate:
-            raise TrainingInterrupted(signum)
-
-    def __enter__(self) -> StopRequest:
-        if threading.current_thread() is not threading.main_thread():
-            self.log("not in the main thread: SIGTERM/SIGUSR1 will not checkpoint this run")
-            return self
-        for sig in STOP_SIGNALS:
-            self._previous[sig] = signal.signal(sig, self._handle)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
-        self._previous.clear()
+_KEYS = ("format", "digest", "content_sha256", "run", "epoch", "step", "partial", "model",
+         "optimizer", "rng", "early_stopping", "curve", "train_seconds")  # fmt: skip
 
 
 #: the running sums of an epoch before its first batch
@@ -260,12 +196,53 @@ def set_rng_state(state: dict, shuffle: torch.Generator, log: Callable[[str], No
 
 
 # ------------------------------------------------------------------------- save / load
+class CheckpointWriteError(OSError):
+    """A checkpoint that could not be written; the message names the file and the cause."""
+
+
+def content_digest(state: dict) -> str:
+    """sha256 of everything a checkpoint holds but its ``content_sha256``: every tensor's
+    dtype, shape and bytes, every number, string, list and mapping (keys in sorted order)."""
+    digest = hashlib.sha256()
+    _feed(digest, {k: v for k, v in state.items() if k != "content_sha256"})
+    return digest.hexdigest()
+
+
+def _feed(digest, value) -> None:
+    if isinstance(value, torch.Tensor):
+        tensor = value.detach().cpu().contiguous()
+        digest.update(f"T{tensor.dtype}{tuple(tensor.shape)}:".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    elif isinstance(value, dict):
+        digest.update(f"D{len(value)}:".encode())
+        for key, item in sorted(value.items(), key=lambda kv: (type(kv[0]).__name__, str(kv[0]))):
+            _feed(digest, key)
+            _feed(digest, item)
+    elif isinstance(value, (list, tuple)):  # a tuple may come back as either
+        digest.update(f"L{len(value)}:".encode())
+        for item in value:
+            _feed(digest, item)
+    elif value is None or isinstance(value, (bool, int, float, str)):
+        digest.update(f"{type(value).__name__}:{value!r};".encode())
+    else:
+        raise TypeError(f"a checkpoint holds no {type(value).__name__}")
+
+
 def save(path: Path, state: dict) -> Path:
-    """Write a checkpoint atomically (temporary sibling, fsync, rename)."""
-    missing = [key for key in _KEYS if key not in state]
+    """Write a checkpoint with its `content_digest`, atomically (temporary sibling, fsync,
+    rename). `CheckpointWriteError` when the file system refuses it: the previous
+    checkpoint at `path`, if any, is left as it was."""
+    missing = [key for key in _KEYS if key not in state and key != "content_sha256"]
     if missing:
         raise ValueError(f"checkpoint state lacks {missing}")
-    return atomic_write(path, lambda tmp: torch.save(state, tmp))
+    state = {**state, "content_sha256": content_digest(state)}
+    try:
+        return atomic_write(path, lambda tmp: torch.save(state, tmp))
+    except (OSError, RuntimeError) as exc:
+        # torch.save reports a full disk as a RuntimeError of its zip writer
+        # ("[enforce fail at inline_container.cc:...]"): say what and where instead.
+        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CheckpointWriteError(f"checkpoint {path} could not be written: {cause}") from exc
 
 
 def load(
@@ -286,6 +263,14 @@ def load(
         problem = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
     if problem:
         log(f"checkpoint {path} is unreadable ({problem}): discarded, starting from epoch 1")
+        path.unlink(missing_ok=True)
+        return None
+    if state["content_sha256"] != content_digest(state):
+        log(
+            f"checkpoint {path} was changed after it was written (its content does not "
+            f"match its sha256 {state['content_sha256'][:16]}...): discarded, starting "
+            "from epoch 1"
+        )
         path.unlink(missing_ok=True)
         return None
     if state["digest"] != digest:
@@ -314,6 +299,8 @@ def _malformed(state) -> str | None:
         return f"lacks {', '.join(missing)}"
     if state["format"] != FORMAT:
         return f"format {state['format']}, this code reads format {FORMAT}"
+    if not isinstance(state["content_sha256"], str):
+        return "content_sha256 is not a digest"
     for key, fields in _NESTED.items():
         if not isinstance(state[key], dict) or any(f not in state[key] for f in fields):
             return f"{key} lacks one of {', '.join(fields)}"

@@ -9,8 +9,10 @@
 * The checkpoint with the best validation score is the one tested.
 * Seeded (seed = seed_base + fold) and deterministic on CPU.
 
-The run writes its per-epoch curve, then its record, each atomically: a record exists
-only if the run finished.
+The run publishes its per-epoch curve and its record as one unit, the record last
+(``ssmbench.train.record_files``): a record exists only if the run finished, and a curve
+is trusted only beside the record that holds its sha256. A checkpoint that cannot be
+written is a warning, never the end of a run.
 
 On a cluster a run may be stopped before it finishes: on SIGTERM or SIGUSR1 it completes
 the batch in progress, writes a checkpoint and exits with status 75
@@ -40,12 +42,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ssmbench.io import atomic_write_json, atomic_write_text
 from ssmbench.models import is_estimator
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
 from ssmbench.train.checks import check_inputs, check_loss, check_split
 from ssmbench.train.optim import build_optimizer
+from ssmbench.train.record_files import curve_path_of, publish_record
 from ssmbench.train.records import provenance
 from ssmbench.train.splits import batch_size_for, iterate_batches, split_indices
 
@@ -186,6 +188,7 @@ def run_job(
     threads: int = 1,
     log: Callable[[str], None] = print,
     checkpoint_path: str | Path | None = None,
+    stop: StopRequest | None = None,
 ) -> dict:
     """Train one model on one fold of one dataset; write its curve and record.
 
@@ -193,12 +196,17 @@ def run_job(
     resumes from the checkpoint there if it was made with these settings and code, writes
     one every ``checkpoint_every`` epochs and deletes it once the record is written.
     SIGTERM and SIGUSR1 stop the run after the batch in progress, with a checkpoint when
-    it has a location: `TrainingInterrupted` (exit status 75) is raised."""
+    it has a location: `TrainingInterrupted` (exit status 75) is raised. `stop`: the
+    caller's active `StopRequest`, which has caught the signals since before this call
+    (``ssmbench train``: a signal during its start-up stops the run before training);
+    without it the run catches them itself, from here on."""
+    checkpoint = Path(checkpoint_path) if checkpoint_path is not None else None
+    if stop is not None:
+        stop.disarm()  # from here on the run decides where it stops
+        stop.when = ""
+        return _run_job(spec, Path(record_path), threads, log, checkpoint, stop)
     with StopRequest(log) as stop:
-        return _run_job(
-            spec, Path(record_path), threads, log,
-            Path(checkpoint_path) if checkpoint_path is not None else None, stop,
-        )  # fmt: skip
+        return _run_job(spec, Path(record_path), threads, log, checkpoint, stop)
 
 
 def _run_job(spec, record_path: Path, threads, log, checkpoint_path: Path | None, stop) -> dict:
@@ -324,6 +332,7 @@ class _DeepTraining:
         self.resumed = False
         self.started = time.perf_counter()  # training time is counted from here (`train`)
         self.last_save = self.started  # when the last checkpoint was written
+        self.save_problem: str | None = None  # why the last checkpoint could not be written
         self.train_seconds = self.test_seconds = 0.0
         log(
             f"[{self.name}] seed={run.seed} device={run.device} train={len(self.data.train_idx)} "
@@ -352,9 +361,11 @@ class _DeepTraining:
             f"{self.n_batches} ({len(state.curve)} epochs done, best epoch {state.best_epoch})"
         )
 
-    def _save(self, shuffle_state) -> None:
+    def _save(self, shuffle_state) -> bool:
         """Write the checkpoint of `self.state`, with the shuffling generator's state at
-        the start of the state's epoch."""
+        the start of the state's epoch. A checkpoint is optional work: one the file system
+        refuses (full disk, read-only folder) is a warning in the log, and the run goes
+        on. Returns whether it was written."""
         self.state.train_seconds = time.perf_counter() - self.started
         rng = ckpt.rng_state(self.shuffle)
         rng["shuffle"] = shuffle_state
@@ -362,7 +373,20 @@ class _DeepTraining:
             digest=self.digest, run=self.name, model=self.model, optimizer=self.optimizer,
             rng=rng,
         )  # fmt: skip
-        ckpt.save(self.checkpoint_path, checkpoint)
+        try:
+            ckpt.save(self.checkpoint_path, checkpoint)
+        except ckpt.CheckpointWriteError as exc:
+            self.save_problem = str(exc)
+            earlier = self.checkpoint_path.is_file()
+            self.log(
+                f"warning: {exc}; "
+                + ("the earlier checkpoint there is kept" if earlier else "no checkpoint kept")
+                + ", training goes on (a stopped run resumes from "
+                + ("that one)" if earlier else "the start)")
+            )
+            return False
+        self.save_problem = None
+        return True
 
     def _interrupted(self, saved=True, where=None) -> TrainingInterrupted:
         """The exception that stops the run on a signal, after logging what was kept."""
@@ -370,6 +394,10 @@ class _DeepTraining:
         path = self.checkpoint_path
         if path is None:
             what = "no checkpoint location, the next attempt starts over"
+        elif saved and self.save_problem:
+            what = f"{self.save_problem}, the next attempt " + (
+                "resumes from the earlier one" if path.is_file() else "starts over"
+            )
         elif saved:
             what = f"checkpoint written to {path}, the next attempt resumes from it"
         elif path.is_file():
@@ -587,13 +615,12 @@ def _test(objective, score, test_idx, test_sets, log) -> dict:
 
 
 def _write_run(spec, record_path: Path, curve: list[dict], objective, results: dict) -> dict:
-    """Write the run's curve, then its record (both atomically): docs/contracts.md."""
-    curve_path = record_path.with_name(record_path.stem + ".curve.csv")
+    """Publish the run's curve and record as one unit (``ssmbench.train.record_files``):
+    docs/contracts.md."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CURVE_COLUMNS, lineterminator="\n")
     writer.writeheader()
     writer.writerows(curve)
-    atomic_write_text(curve_path, buffer.getvalue())
 
     fold, settings = int(spec["fold"]), spec["settings"]
     record = {
@@ -609,11 +636,10 @@ def _write_run(spec, record_path: Path, curve: list[dict], objective, results: d
         "protocol": settings,
         "dataset_sha256": spec.get("dataset_sha256"),
         "code_digest": spec.get("code"),
-        "curve_file": curve_path.name,
+        "curve_file": curve_path_of(record_path).name,
     }
     record.update(provenance())
-    atomic_write_json(record_path, record)
-    return record
+    return publish_record(record_path, record, buffer.getvalue())
 
 
 def _run_estimator(

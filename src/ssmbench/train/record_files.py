@@ -1,0 +1,136 @@
+"""A run's record and its curve, published as one unit.
+
+``fold{k}.json`` (the record) and ``fold{k}.curve.csv`` (its per-epoch curve) are the
+run's two outputs. They are written so that a reader never takes a curve for the run of a
+record it does not belong to:
+
+1. both are staged first, complete and fsynced, under hidden names beside their targets
+   (``.fold0.curve.csv.<id>.staged``, ``.fold0.json.<id>.staged``: no reader's pattern
+   matches a dot name). A full disk or any other write error fails here, before anything
+   is published: the previous record and curve stay as they were, and `RecordWriteError`
+   names the file and says so;
+2. the curve is renamed into place, then the record, last: a record exists only if its
+   run finished. The record holds the curve's sha256 (``curve_sha256``), so a process
+   killed between the two renames leaves an old record beside a curve that does not
+   match it, which every reader sees (``ssmbench.staleness.curve_problem``): the record
+   is not current, the curve is not trusted. When the record's rename fails, the previous
+   curve is put back.
+
+Leftovers of a killed publication (staged files, a kept previous curve) are removed by
+the run's next publication.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import uuid
+from pathlib import Path
+
+from ssmbench.io import atomic_write_json, atomic_write_text
+from ssmbench.staleness import CURVE_FILE_KEY, CURVE_SHA256_KEY, sha256_hex
+
+STAGED_SUFFIX = ".staged"
+PREVIOUS_SUFFIX = ".previous"
+
+
+class RecordWriteError(OSError):
+    """A run's record or curve that could not be written; the message names the file,
+    the cause, and what was kept. ``errno`` is the cause's."""
+
+    def __init__(self, message: str, cause: OSError):
+        super().__init__(message)
+        self.errno = cause.errno
+
+
+def curve_path_of(record_path: Path) -> Path:
+    """The curve file beside a record: ``fold{k}.json`` -> ``fold{k}.curve.csv``."""
+    return record_path.with_name(record_path.stem + ".curve.csv")
+
+
+def _hidden(path: Path, tag: str, suffix: str) -> Path:
+    return path.with_name(f".{path.name}.{tag}{suffix}")
+
+
+def _remove_leftovers(*targets: Path) -> None:
+    """Staged files and kept previous curves of earlier publications that were killed."""
+    for target in targets:
+        for suffix in (STAGED_SUFFIX, PREVIOUS_SUFFIX):
+            for leftover in target.parent.glob(f".{target.name}.*{suffix}"):
+                leftover.unlink(missing_ok=True)
+
+
+def _describe(exc: OSError) -> str:
+    code = errno.errorcode.get(exc.errno, "") if exc.errno else ""
+    cause = exc.strerror or str(exc) or type(exc).__name__
+    return f"{cause} ({code})" if code else cause
+
+
+def publish_record(record_path: str | os.PathLike, record: dict, curve_text: str) -> dict:
+    """Publish ``record`` at `record_path` and ``curve_text`` beside it
+    (`curve_path_of`), as the module docstring says. Returns the record as written: with
+    ``curve_file`` and ``curve_sha256``. `RecordWriteError` if either cannot be written."""
+    record_path = Path(record_path)
+    curve_path = curve_path_of(record_path)
+    record = {
+        **record,
+        CURVE_FILE_KEY: curve_path.name,
+        CURVE_SHA256_KEY: sha256_hex(curve_text.encode("utf-8")),
+    }
+    had_record = record_path.is_file()
+    kept = (
+        f"the previous record {record_path.name} and its curve were kept"
+        if had_record
+        else "no record or curve was published"
+    )
+    tag = uuid.uuid4().hex
+    staged_curve = _hidden(curve_path, tag, STAGED_SUFFIX)
+    staged_record = _hidden(record_path, tag, STAGED_SUFFIX)
+    writing = curve_path
+    try:
+        record_path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_leftovers(curve_path, record_path)
+        atomic_write_text(staged_curve, curve_text)
+        writing = record_path
+        atomic_write_json(staged_record, record)
+    except BaseException as exc:  # a full disk, a value JSON cannot hold, a signal...
+        staged_curve.unlink(missing_ok=True)
+        staged_record.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            message = f"could not write {writing}: {_describe(exc)}; {kept}"
+            raise RecordWriteError(message, exc) from exc
+        raise
+    _rename_pair(staged_curve, curve_path, staged_record, record_path, tag, kept)
+    return record
+
+
+def _rename_pair(
+    staged_curve: Path, curve_path: Path, staged_record: Path, record_path: Path, tag: str,
+    kept: str,
+) -> None:  # fmt: skip
+    """Curve into place, then the record; the previous curve back if the record's rename
+    fails (a hard link keeps it meanwhile, where the file system has them)."""
+    previous = _hidden(curve_path, tag, PREVIOUS_SUFFIX)
+    try:
+        os.link(curve_path, previous)
+    except OSError:
+        previous = None  # no previous curve, or no hard links here
+    try:
+        os.replace(staged_curve, curve_path)
+        try:
+            os.replace(staged_record, record_path)
+        except OSError:
+            if previous is not None:
+                os.replace(previous, curve_path)
+            else:
+                curve_path.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        staged_curve.unlink(missing_ok=True)
+        staged_record.unlink(missing_ok=True)
+        raise RecordWriteError(
+            f"could not publish {record_path}: {_describe(exc)}; {kept}", exc
+        ) from exc
+    finally:
+        if previous is not None:
+            previous.unlink(missing_ok=True)
