@@ -37,6 +37,19 @@ def test_a_zip_bomb_over_the_size_cap_is_refused(tmp_path):
     assert not any((tmp_path / "out").rglob("*.bin"))
 
 
+def test_a_zip_bomb_is_refused_by_the_default_ratio_cap(tmp_path):
+    # 20 MB of zeros in about 20 KB: far under the 20 GiB cap, but a 1000:1 expansion
+    archive = _zip(tmp_path / "bomb.zip", [("final/a/zeros.bin", b"\0" * (20 << 20))])
+    with pytest.raises(DataError, match=r"'final/a/zeros\.bin'.*cap of 200:1 \(a zip bomb\)"):
+        safe_extract(archive, tmp_path / "out")
+    assert not (tmp_path / "out" / "final").exists()
+
+
+def test_a_well_compressed_small_archive_is_not_a_bomb(tmp_path):
+    archive = _zip(tmp_path / "small.zip", [("zeros.bin", b"\0" * (1 << 20))])
+    assert safe_extract(archive, tmp_path / "out") == ["zeros.bin"]  # under RATIO_FREE_BYTES
+
+
 def test_the_size_cap_counts_the_members_extracted_only(tmp_path):
     archive = _zip(
         tmp_path / "a.zip", [("final/a/x.bin", b"1" * 100), ("final/b/y.bin", b"\0" * 10_000)]
@@ -60,8 +73,10 @@ def test_the_default_size_cap_reads_the_declared_sizes(tmp_path):
     archive.write_bytes(bytes(data))
     assert MAX_EXTRACT_BYTES == 20 * 2**30  # the Physiome-ODE archive (0.7 GB) fits
     with pytest.raises(DataError, match=r"'f5\.bin'.*declared uncompressed size"):
-        safe_extract(archive, tmp_path / "out")
+        safe_extract(archive, tmp_path / "out", max_ratio=float("inf"))
     assert not any((tmp_path / "out").iterdir())
+    with pytest.raises(DataError, match=r"'f0\.bin'.*a zip bomb"):  # and the default ratio
+        safe_extract(archive, tmp_path / "out")
 
 
 def test_a_header_that_understates_the_size_is_refused(tmp_path):

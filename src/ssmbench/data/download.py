@@ -9,9 +9,9 @@ install that keeps the previous good copy when anything fails.
   then renaming it to ``target``.
 * :func:`safe_extract`: refuses a whole zip archive if any member is absolute, has a ``..``
   component, is a symlink, would land outside the target, repeats a name or clashes with a
-  folder of another member (``a`` and ``a/b``), or if the archive holds more members or
-  more uncompressed bytes than its caps (declared in the zip directory, and counted while
-  extracting, since a header can lie).
+  folder of another member (``a`` and ``a/b``), or if the archive holds more members, more
+  uncompressed bytes or a higher compression ratio than its caps (declared in the zip
+  directory, and counted while extracting, since a header can lie).
 * :func:`staging` and :func:`install_staged`: files (or folders) are staged as hidden
   siblings in the raw folder, checked, and renamed over the old ones together; the old
   ``provenance.json`` goes first, since it no longer describes the folder meanwhile.
@@ -53,6 +53,10 @@ LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 #: 0.7 GB, some 800 members) fits many times over; a zip bomb does not
 MAX_EXTRACT_BYTES = 20 * 2**30
 MAX_EXTRACT_MEMBERS = 100_000
+#: ... and the members extracted may expand at most this much over their compressed size
+#: once past RATIO_FREE_BYTES (zeros deflate about 1000:1; pickled float tensors barely)
+MAX_EXTRACT_RATIO = 200
+RATIO_FREE_BYTES = 16 * 2**20
 
 
 # --------------------------------------------------------------------------- URLs
@@ -243,6 +247,7 @@ def safe_extract(
     *,
     max_bytes: int = MAX_EXTRACT_BYTES,
     max_members: int = MAX_EXTRACT_MEMBERS,
+    max_ratio: float = MAX_EXTRACT_RATIO,
 ) -> list[str]:
     """Extract the members of zip ``archive`` under ``prefix`` into ``target``; return
     their relative paths. Refuses the whole archive (DataError naming the member) if any
@@ -250,7 +255,8 @@ def safe_extract(
     repeats a name or clashes with another member's folder; and if the archive has more
     than ``max_members`` members or the members under ``prefix`` more than ``max_bytes``
     uncompressed bytes (declared, or counted while extracting: what was extracted is then
-    deleted). A corrupt archive or member raises DataError naming it."""
+    deleted) or, past :data:`RATIO_FREE_BYTES`, more than ``max_ratio`` times their
+    compressed size. A corrupt archive or member raises DataError naming it."""
     target = Path(target)
     target.mkdir(parents=True, exist_ok=True)
     root = target.resolve()
@@ -277,9 +283,17 @@ def safe_extract(
                 raise _refused(archive, info.filename, why)
         _check_names(archive, members)
         chosen = [m for m in members if not prefix or m.filename.startswith(prefix)]
-        declared = 0
+        declared = compressed = 0
         for info in chosen:
             declared += info.file_size
+            compressed += info.compress_size
+            if declared > RATIO_FREE_BYTES and declared > max_ratio * max(compressed, 1):
+                raise _refused(
+                    archive,
+                    info.filename,
+                    f"brings the uncompressed size to {declared} bytes from {compressed} "
+                    f"compressed, over the cap of {max_ratio}:1 (a zip bomb)",
+                )
             if declared > max_bytes:
                 raise _refused(
                     archive,
