@@ -29,7 +29,7 @@ from ssmbench.data.physiome.settings import (
     seed_words,
 )
 from ssmbench.data.physiome.simulate import simulate_physiome
-from ssmbench.data.provenance import PROVENANCE, verified_provenance
+from ssmbench.data.provenance import PROVENANCE, refetch_command, verified_provenance
 from ssmbench.io import index_text, prepared_stamp, write_prepared_folder
 
 #: how our protocol differs from the reference's, written into ``meta["deviations"]``
@@ -78,8 +78,8 @@ def prepare_physiome(
         ]
         raise DataError(
             f"Physiome dataset {name}: {', '.join(bad) or raw} missing or not matching "
-            f"{raw / PROVENANCE} (changed, truncated or never fetched). Delete {raw} and run "
-            f"the fetch step again."
+            f"{raw / PROVENANCE} (changed, truncated or never fetched). Fetch it again: "
+            f"`{refetch_command(raw_dir, name)}`."
         )
 
     sim = simulate_physiome(name, raw, cfg)
