@@ -263,7 +263,7 @@ def load(
         problem = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
     if problem:
         log(f"checkpoint {path} is unreadable ({problem}): discarded, starting from epoch 1")
-        path.unlink(missing_ok=True)
+        discard(path, log)
         return None
     if state["content_sha256"] != content_digest(state):
         log(
@@ -271,14 +271,14 @@ def load(
             f"match its sha256 {state['content_sha256'][:16]}...): discarded, starting "
             "from epoch 1"
         )
-        path.unlink(missing_ok=True)
+        discard(path, log)
         return None
     if state["digest"] != digest:
         log(
             f"checkpoint {path} was made with other settings or code (digest "
             f"{state['digest']}, this run {digest}): discarded, starting from epoch 1"
         )
-        path.unlink(missing_ok=True)
+        discard(path, log)
         return None
     return state
 
@@ -347,8 +347,14 @@ def check_matches(state: dict, model: torch.nn.Module, optimizer) -> str | None:
     return None
 
 
-def discard(path: Path | None) -> None:
-    """Delete a run's checkpoint (its record is written). The folders stay: another job
-    may be about to write into them."""
-    if path is not None:
+def discard(path: Path | None, log: Callable[[str], None] = print) -> None:
+    """Delete a run's checkpoint (its record is written, or it is not to be resumed). The
+    folders stay: another job may be about to write into them. A checkpoint that cannot
+    be deleted (a read-only folder) is a warning: nothing depends on its going."""
+    if path is None:
+        return
+    try:
         Path(path).unlink(missing_ok=True)
+    except OSError as exc:
+        if Path(path).exists():
+            log(f"warning: checkpoint {path} could not be deleted ({exc.strerror or exc})")

@@ -586,7 +586,7 @@ class _DeepTraining:
                 f"{self.checkpoint_path} kept, so a retry of this job only tests again"
             )
         else:
-            ckpt.discard(self.checkpoint_path)
+            ckpt.discard(self.checkpoint_path, self.log)
         return record
 
 
