@@ -208,8 +208,9 @@ def test_a_checkpoint_folder_that_refuses_writes_costs_no_record(
         lines = []
         result = run_job(spec_of(project), record, log=lines.append,
                          checkpoint_path=folder / "fold0.pt")  # fmt: skip
-    finally:
-        subprocess.run(["umount", str(folder)], check=False)
+    finally:  # lazily if still busy: a test never leaves a mount behind
+        if subprocess.run(["umount", str(folder)], capture_output=True).returncode:
+            subprocess.run(["umount", "-l", str(folder)], capture_output=True)
     warnings = [line for line in lines if line.startswith("warning: checkpoint")]
     assert warnings and str(folder / "fold0.pt") in warnings[0], lines
     assert "could not be written" in warnings[0] and "training goes on" in warnings[0]
