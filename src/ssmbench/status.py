@@ -12,8 +12,10 @@ run's whole output there, and a new attempt starts it afresh):
 ``stale``
     The record exists but is not current: made with other settings (model
     hyperparameters, protocol, suite overrides) or other training code, or its curve file
-    is gone: the workflow reruns it. A record that cannot be read is stale too. (A stale
-    record whose log is newer and reports an error is ``failed``: its rerun failed.)
+    is gone or is not the one written with it (a newer run's curve beside it: that run
+    was killed while publishing its record): the workflow reruns it. A record that cannot
+    be read is stale too. (A stale record whose log is newer and reports an error is
+    ``failed``: its rerun failed.)
 ``failed``
     No current record, and the log reports an error (`last_error_line`): a Python
     traceback (the error line is the exception line that ends it, e.g.
@@ -21,6 +23,9 @@ run's whole output there, and a new attempt starts it afresh):
     the command line's message for bad input such as a corrupt dataset; ``slurmstepd:
     error: ... CANCELLED ... DUE TO TIME LIMIT``). The line nearest the end of the log is
     shown.
+    A run whose dataset failed to fetch or prepare (no record, and the dataset's
+    ``{logs}/fetch|prepare/{benchmark}/{dataset}.log`` reports an error newer than the
+    run's own log, if any) is ``failed`` too, with that error line and log.
 ``incomplete``
     No record, and a log with no error in it: the run is still going, or it was stopped
     without a word (SIGKILL: out of host memory, killed past its time limit), or it was
@@ -87,6 +92,23 @@ def train_log_path(logs_dir: str | Path, job: Job) -> Path:
     return (
         Path(logs_dir) / "train" / job.benchmark / job.dataset / job.model / f"fold{job.fold}.log"
     )
+
+
+def data_log_error(logs_dir: str | Path, job: Job) -> tuple[str, Path, float] | None:
+    """The newest error of the fetch and prepare logs of ``job``'s dataset (the data rules
+    of workflow/rules/data.smk) as (``"prepare: <error line>"``, the log, its mtime); None
+    when neither reports one."""
+    found = None
+    for step in ("fetch", "prepare"):
+        path = Path(logs_dir) / step / job.benchmark / f"{job.dataset}.log"
+        try:
+            mtime = path.stat().st_mtime
+            error = last_error_line(path)
+        except FileNotFoundError:
+            continue
+        if error is not None and (found is None or mtime >= found[2]):
+            found = (f"{step}: {error}", path, mtime)
+    return found
 
 
 def _tail_lines(path: Path) -> list[str]:
@@ -156,7 +178,7 @@ def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
     record = job.record_path(root / params["paths"]["runs"])
     log = train_log_path(root / params["paths"]["logs"], job)
 
-    def status(state: str, detail: str = "") -> RunStatus:
+    def status(state: str, detail: str = "", shown_log: Path = log) -> RunStatus:
         checkpoint = ""
         if state != "done" and params["paths"].get("checkpoints"):
             from ssmbench.train.checkpoint import checkpoint_path
@@ -165,7 +187,7 @@ def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
             checkpoint = str(path) if path.is_file() else ""
         return RunStatus(
             job.benchmark, job.dataset, job.model, job.fold, state, detail, str(record),
-            str(log), checkpoint,
+            str(shown_log), checkpoint,
         )  # fmt: skip
 
     try:
@@ -183,9 +205,15 @@ def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
         if rerun_failed:
             return status("failed", rerun_failed)
         return status("stale", state.why)
+    data_error = data_log_error(root / params["paths"]["logs"], job)
     try:
         error = last_error_line(log)
+        log_mtime = log.stat().st_mtime
     except FileNotFoundError:
+        error, log_mtime = None, None
+    if data_error is not None and (log_mtime is None or data_error[2] > log_mtime):
+        return status("failed", data_error[0], data_error[1])
+    if log_mtime is None:
         return status("missing")
     if error is not None:
         return status("failed", error)
