@@ -252,3 +252,32 @@ def test_snakemake_config_on_the_command_line_overrides_params_yaml(tmp_path):
     dry = _snakemake_dry_run(project, "--config", "suite=../x")
     assert dry.returncode != 0
     assert "suite: '../x' does not match" in dry.stdout + dry.stderr
+
+
+@pytest.mark.parametrize(
+    "generator, problem",
+    [
+        ({"n_train": -1}, "n_train must be an integer >= 0, got -1"),
+        ({"n_train": "x"}, "n_train must be an integer >= 0, got 'x'"),
+        ({"n_test_per_dt": 0}, "n_test_per_dt must be > 0"),
+        ({"test_dts": []}, "test_dts must name at least one value"),
+        ({"dt_range": [1.5, 0.5]}, "dt_range must be (low, high) with low <= high"),
+        ({"dt_range": [0.5]}, "dt_range must be (low, high)"),
+        ({"dt_per_step": "yes"}, "dt_per_step must be true or false"),
+    ],
+)
+def test_a_bad_fading_flash_generator_value_fails_ssmbench_check(
+    tmp_path, params, generator, problem, capsys, monkeypatch
+):
+    """Generated data is checked before any job runs, like every other value."""
+    from ssmbench.cli import main
+
+    params["suite"] = "tides-data"
+    params["suites"]["tides-data"]["benchmark_overrides"]["synthetic"]["generator"].update(
+        generator
+    )
+    path = _write(tmp_path, params)
+    monkeypatch.chdir(tmp_path)
+    assert main(["--params", str(path), "check"]) == 2
+    err = capsys.readouterr().err
+    assert "FadingFlash: bad generator settings" in err and problem in err, err

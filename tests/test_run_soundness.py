@@ -264,3 +264,30 @@ def test_a_non_finite_value_is_never_written_as_bare_nan(tmp_path):
     assert not target.exists() and not list(tmp_path.iterdir())
     atomic_write_json(target, {"test_loss": 0.25, "test_accuracy": None})
     assert _strict(target.read_text()) == {"test_accuracy": None, "test_loss": 0.25}
+
+
+def test_the_cli_reports_a_diverged_run_in_one_line_with_exit_1(monkeypatch, capsys):
+    """Divergence is neither bad input (exit 2) nor a bug (a traceback): one line, exit 1."""
+    from ssmbench import cli
+
+    def diverge(args):
+        raise DivergedError("[uea/Toy/S4D/fold0] training, epoch 2, batch 3/4: loss is nan")
+
+    monkeypatch.setattr(cli, "cmd_check", diverge)
+    assert cli.main(["check"]) == 1
+    err = capsys.readouterr().err
+    assert (
+        err
+        == "ssmbench check: error: [uea/Toy/S4D/fold0] training, epoch 2, batch 3/4: loss is nan\n"
+    )
+
+
+def test_the_cli_keeps_the_traceback_of_any_other_error(monkeypatch):
+    from ssmbench import cli
+
+    def bug(args):
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(cli, "cmd_check", bug)
+    with pytest.raises(ZeroDivisionError):
+        cli.main(["check"])

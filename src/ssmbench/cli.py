@@ -2,7 +2,7 @@
 
     ssmbench check                      validate params.yaml, print the suite's grid size
     ssmbench grid                       list the suite's jobs
-    ssmbench fetch   --benchmark B --dataset D
+    ssmbench fetch   --benchmark B --dataset D [--force]
     ssmbench prepare --benchmark B --dataset D
     ssmbench train   --benchmark B --dataset D --model M --fold K
     ssmbench report  [--list-outputs | --show-tables]
@@ -13,6 +13,10 @@
 Every command but `datasets` reads params.yaml (--params) and the suite (--suite, default:
 params.yaml's `suite`); `datasets` prints the dataset catalog and reads no config.
 Errors in the inputs exit with status 2 and one message naming what is wrong.
+--benchmark, --dataset, --model and --suite are names, never paths (ssmbench.data.names),
+and must be entries of params.yaml; `train --record` may only name the run's own record
+under paths.runs; nothing is read or written before they are checked, and no command
+writes outside the roots that params.yaml's `paths` name.
 """
 
 from __future__ import annotations
@@ -32,15 +36,56 @@ def _log(message: str) -> None:
 def _params(args):
     from ssmbench.config import load_params
 
+    _check_name_arguments(args)
     return load_params(args.params, suite=args.suite)
 
 
+def _check_name_arguments(args) -> None:
+    """--benchmark, --dataset, --model and --suite become path components: each must be a
+    plain name (ssmbench.data.names), checked before any file is read or written."""
+    from ssmbench.config import ConfigError
+    from ssmbench.data.names import name_problem
+
+    for kind in ("benchmark", "dataset", "model", "suite"):
+        value = getattr(args, kind, None)
+        if value is not None and (problem := name_problem(kind, value)) is not None:
+            raise ConfigError(f"--{kind}: {problem}")
+    if getattr(args, "fold", 0) < 0:
+        raise ConfigError(f"--fold: {args.fold} is not a fold number (an integer >= 0)")
+
+
+def _check_known(args, params) -> None:
+    """--benchmark, --dataset (and --model) name entries of params.yaml."""
+    from ssmbench.config import ConfigError, unknown_name
+
+    model = getattr(args, "model", None)
+    unknown = unknown_name(params, args.benchmark, args.dataset, model, source=args.params)
+    if unknown is not None:
+        kind, why = unknown
+        raise ConfigError(f"--{kind}: {why}")
+
+
+def _inside(path: Path, params: dict, root_key: str) -> Path:
+    """`path`, refused if it resolves (symbolic links followed) outside paths.<root_key>:
+    a command writes only under the configured roots."""
+    from ssmbench.config import ConfigError
+
+    root = Path(params["paths"][root_key]).resolve()
+    if not path.resolve().is_relative_to(root):
+        raise ConfigError(
+            f"{path}: resolves to {path.resolve()}, outside paths.{root_key} ({root}); "
+            f"a command writes only under the roots that params.yaml's paths name"
+        )
+    return path
+
+
 def cmd_check(args) -> int:
-    from ssmbench.config import suite_datasets, suite_grid
+    from ssmbench.config import check_suite_sources, suite_datasets, suite_grid
     from ssmbench.resources import check_train_resources
 
     params = _params(args)
     check_train_resources(params)
+    check_suite_sources(params)  # what the workflow checks before any job runs
     grid = suite_grid(params)
     suite = params["suite"]
     description = params["suites"][suite].get("description")
@@ -66,9 +111,11 @@ def cmd_fetch(args) -> int:
     from ssmbench.data.sources import fetch
 
     params = _params(args)
+    _check_known(args, params)
     settings = benchmark_settings(params, args.benchmark, dataset=args.dataset)
     raw_dir = Path(params["paths"]["raw"]) / args.benchmark
-    info = fetch(args.dataset, raw_dir, settings)
+    _inside(raw_dir / args.dataset, params, "raw")
+    info = fetch(args.dataset, raw_dir, settings, force=args.force)
     _log(f"fetched {args.benchmark}/{args.dataset} from {info.get('source')}: {json.dumps(info)}")
     return 0
 
@@ -78,9 +125,11 @@ def cmd_prepare(args) -> int:
     from ssmbench.data.sources import prepare
 
     params = _params(args)
+    _check_known(args, params)
     settings = benchmark_settings(params, args.benchmark, dataset=args.dataset)
     raw_dir = Path(params["paths"]["raw"]) / args.benchmark
     out_dir = Path(params["paths"]["prepared"]) / args.benchmark
+    _inside(out_dir / args.dataset, params, "prepared")
     path = prepare(args.dataset, raw_dir, out_dir, settings)
     meta = json.loads((path / "meta.json").read_text())
     _log(
@@ -91,21 +140,39 @@ def cmd_prepare(args) -> int:
 
 
 def cmd_train(args) -> int:
+    """One run. SIGTERM/SIGUSR1 are caught first thing (ssmbench.train.stop imports no
+    torch): one during the seconds of imports and set-up stops the job with the resumable
+    exit status too, and says so."""
+    from ssmbench.train.stop import StopRequest, TrainingInterrupted
+
+    stop = StopRequest(_log, immediate=True, when="before training started")
+    try:
+        with stop:
+            return _train(args, stop)
+    except TrainingInterrupted as stopped:
+        _log(f"ssmbench train: {stopped}")
+        return stopped.code
+
+
+def _train(args, stop) -> int:
     from ssmbench.train import restart_with_malloc_env
 
+    _check_name_arguments(args)
     if args.fast_malloc:  # before torch is imported: the re-executed process pays it once
         restart_with_malloc_env(["-m", "ssmbench.cli", *sys.argv[1:]])
     from ssmbench.config import Job, job_spec
     from ssmbench.staleness import record_state
-    from ssmbench.train.checkpoint import TrainingInterrupted, checkpoint_path
+    from ssmbench.train.checkpoint import checkpoint_path
     from ssmbench.train.protocol import run_job
+    from ssmbench.train.record_files import RecordWriteError
 
     params = _params(args)
+    _check_known(args, params)
     job = Job(args.benchmark, args.dataset, args.model, args.fold)
     spec = job_spec(params, job)
     if args.max_epochs:
         spec["settings"]["max_epochs"] = args.max_epochs
-    record = Path(args.record) if args.record else job.record_path(params["paths"]["runs"])
+    record = _record_path(args, params, job)
     if not args.force and record_state(record, spec).current:
         # a retried group job or a workflow-code change runs a finished run again
         _log(f"{datetime.now().astimezone().isoformat(timespec='seconds')} {record} is current: "
@@ -113,14 +180,37 @@ def cmd_train(args) -> int:
         return 0
     # The run's checkpoint (resume after SIGTERM/SIGUSR1, a time limit or a hard kill) is
     # paths.checkpoints/{benchmark}/{dataset}/{model}/fold{k}.pt: no rule passes it.
-    checkpoint = checkpoint_path(params["paths"]["checkpoints"], job)
+    checkpoint = _inside(
+        checkpoint_path(params["paths"]["checkpoints"], job), params, "checkpoints"
+    )
     try:
-        result = run_job(spec, record, threads=args.threads, log=_log, checkpoint_path=checkpoint)
-    except TrainingInterrupted as stop:
-        _log(f"ssmbench train: {stop}")
-        return stop.code
+        result = run_job(
+            spec, record, threads=args.threads, log=_log, checkpoint_path=checkpoint, stop=stop
+        )
+    except RecordWriteError as exc:  # a full disk: the previous record is kept
+        kept = f"; checkpoint {checkpoint} kept, a retry only tests" if checkpoint.is_file() else ""
+        _log(f"ssmbench train: error: {exc}{kept}")
+        return 1
     _log(f"wrote {record}: test_error={result['test_error']:.4f} best_epoch={result['best_epoch']}")
     return 0
+
+
+def _record_path(args, params, job) -> Path:
+    """The run's record: the contract's path under paths.runs. --record (what the train
+    rule passes) must name that same file: status, the report and the staleness check
+    read a run's record there, and nowhere else."""
+    from ssmbench.config import ConfigError
+
+    own = _inside(job.record_path(params["paths"]["runs"]), params, "runs")
+    if args.record is None:
+        return own
+    if Path(args.record).resolve() != own.resolve():
+        raise ConfigError(
+            f"--record: {args.record} is not the record of {job.benchmark}/{job.dataset}/"
+            f"{job.model}/fold{job.fold}, which is {own} (paths.runs in {args.params}); "
+            "leave --record out or pass that path"
+        )
+    return Path(args.record)
 
 
 def cmd_report(args) -> int:
@@ -283,6 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=f"{name} one dataset")
         p.add_argument("--benchmark", required=True)
         p.add_argument("--dataset", required=True)
+        if name == "fetch":
+            p.add_argument(
+                "--force",
+                action="store_true",
+                help="fetch again even if the raw copy matches its provenance",
+            )
         p.set_defaults(func=func)
     p = sub.add_parser("train", help="one run: one model on one fold of one dataset")
     p.add_argument("--benchmark", required=True)
@@ -374,6 +470,15 @@ def main(argv: list[str] | None = None) -> int:
         # and nothing more for Python to flush into the closed pipe at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except Exception as exc:
+        # A run that diverged (non-finite loss) is neither bad input nor a bug: one line,
+        # exit 1. Only a run that imported the checks can raise it, so torch is not loaded
+        # here for other commands.
+        checks = sys.modules.get("ssmbench.train.checks")
+        if checks is None or not isinstance(exc, checks.DivergedError):
+            raise
+        _log(f"ssmbench {args.command}: error: {exc}")
+        return 1
 
 
 if __name__ == "__main__":

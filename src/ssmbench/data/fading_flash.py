@@ -109,11 +109,7 @@ def generate_fading_flash(
     """
     n = check_count(n, "n")
     if dt is None:
-        lo, hi = (float(v) for v in dt_range)
-        _check_positive(lo, "dt_range[0]")
-        _check_positive(hi, "dt_range[1]")
-        if lo > hi:
-            raise ValueError(f"dt_range must be (low, high) with low <= high, got {dt_range!r}.")
+        lo, hi = _check_dt_range(dt_range)
     else:
         dt = _check_positive(dt, "dt")
     L, n_rates = LENGTH, len(RATES)
@@ -189,6 +185,39 @@ def generate_fading_flash(
     }
 
 
+def _check_dt_range(dt_range) -> tuple[float, float]:
+    if isinstance(dt_range, str | bytes) or len(dt_range) != 2:
+        raise ValueError(f"dt_range must be (low, high), got {dt_range!r}.")
+    lo, hi = (_check_positive(v, f"dt_range[{i}]") for i, v in enumerate(dt_range))
+    if lo > hi:
+        raise ValueError(f"dt_range must be (low, high) with low <= high, got {dt_range!r}.")
+    return lo, hi
+
+
+def check_generator(
+    n_train: int = 100_000,
+    n_test_per_dt: int = 2_000,
+    seed: int = 0,
+    *,
+    test_dts: Sequence[float] = TEST_DT_GRID,
+    dt_range: tuple[float, float] = TRAIN_DT_RANGE,
+    dt_per_step: bool = False,
+) -> tuple[int, int, int, list[float], list[str]]:
+    """The generator settings ``prepare_fading_flash`` takes, checked without generating
+    anything (so a bad value stops the workflow before any job runs): ``(n_train,
+    n_test_per_dt, seed, test Δs, test-set keys)``. Raises ValueError naming the key."""
+    n_train = check_count(n_train, "n_train")
+    n_test_per_dt = check_count(n_test_per_dt, "n_test_per_dt")
+    if n_test_per_dt == 0:
+        raise ValueError("n_test_per_dt must be > 0: every test set needs rows.")
+    dts, keys = test_set_keys(test_dts, _check_positive, "test_dts", "dt")
+    seed = check_count(seed, "seed")
+    _check_dt_range(dt_range)
+    if not isinstance(dt_per_step, bool):
+        raise ValueError(f"dt_per_step must be true or false, got {dt_per_step!r}.")
+    return n_train, n_test_per_dt, seed, dts, keys
+
+
 def prepare_fading_flash(
     out_dir: str | os.PathLike,
     n_train: int = 100_000,
@@ -214,12 +243,10 @@ def prepare_fading_flash(
     reference's static dataset has 100,000 training and 2,000 test sequences per Δ (these
     defaults); its experiments draw fresh training batches instead (3000 steps × 32).
     """
-    n_train = check_count(n_train, "n_train")
-    n_test_per_dt = check_count(n_test_per_dt, "n_test_per_dt")
-    if n_test_per_dt == 0:
-        raise ValueError("n_test_per_dt must be > 0: every test set needs rows.")
-    dts, keys = test_set_keys(test_dts, _check_positive, "test_dts", "dt")
-    seed = check_count(seed, "seed")
+    n_train, n_test_per_dt, seed, dts, keys = check_generator(
+        n_train, n_test_per_dt, seed, test_dts=test_dts, dt_range=dt_range,
+        dt_per_step=dt_per_step,
+    )  # fmt: skip
 
     parts = [generate_fading_flash(n_train, [seed, 0], dt_range=dt_range, dt_per_step=dt_per_step)]
     test_seeds = {}

@@ -25,7 +25,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ssmbench.data.errors import DataError
-from ssmbench.data.provenance import PROVENANCE, verified_provenance
+from ssmbench.data.names import name_problem
+from ssmbench.data.provenance import (
+    PROVENANCE,
+    REJECTED,
+    reject_raw_copy,
+    verified_provenance,
+)
 from ssmbench.io import atomic_write_json
 
 SOURCES = ("uea", "monster", "physiome", "synthetic", "uea_drop")
@@ -33,6 +39,13 @@ SOURCES = ("uea", "monster", "physiome", "synthetic", "uea_drop")
 DROP_SUFFIX = "Drop"
 #: how long a job waits for another job's fetch/prepare of the same dataset
 LOCK_TIMEOUT_S = 6 * 3600
+
+
+def _plain_name(step: str, name: str) -> None:
+    """`name` becomes the folder `<raw_dir>/<name>` or `<out_dir>/<name>`: a plain name only,
+    refused before anything is read or written."""
+    if (problem := name_problem("dataset", name)) is not None:
+        raise DataError(f"{step}: {problem}")
 
 
 def _source(settings: dict) -> str:
@@ -96,50 +109,71 @@ def _generated_provenance(name: str, raw_dir: Path, settings: dict, source: str)
     return prov
 
 
-def fetch(name: str, raw_dir: str | Path, settings: dict) -> dict:
-    """Put the raw files of `name` under `<raw_dir>/<name>/`; return their provenance."""
+def fetch(name: str, raw_dir: str | Path, settings: dict, *, force: bool = False) -> dict:
+    """Put the raw files of `name` under `<raw_dir>/<name>/`; return their provenance.
+    ``force`` fetches again even when the raw copy matches its provenance."""
+    _plain_name("fetch", name)
     source = _source(settings)
     raw_dir = Path(raw_dir)
     with dataset_lock(raw_dir, name):
-        if source == "uea":
-            from ssmbench.data.uea import fetch_uea
+        prov = _fetch_source(name, raw_dir, settings, source, force)
+        (raw_dir / name / REJECTED).unlink(missing_ok=True)  # the copy that failed is gone
+        return prov
 
-            return fetch_uea(
-                name,
-                raw_dir,
-                archive_dir=settings.get("archive_dir"),
-                download=settings.get("download", True),
-            )
-        if source == "monster":
-            from ssmbench.data.monster import fetch_monster
 
-            return fetch_monster(
-                name,
-                raw_dir,
-                revision=settings.get("revision", "main"),
-                local_dir=settings.get("local_dir"),
-                offline=settings.get("offline", False),
-            )
-        if source == "physiome":
-            from ssmbench.data.physiome import fetch_physiome
+def _fetch_source(name: str, raw_dir: Path, settings: dict, source: str, force: bool) -> dict:
+    if source == "uea":
+        from ssmbench.data.uea import fetch_uea
 
-            return fetch_physiome(name, raw_dir, settings)
-        return _generated_provenance(name, raw_dir, settings, source)
+        return fetch_uea(
+            name,
+            raw_dir,
+            archive_dir=settings.get("archive_dir"),
+            download=settings.get("download", True),
+            force=force,
+        )
+    if source == "monster":
+        from ssmbench.data.monster import fetch_monster
+
+        return fetch_monster(
+            name,
+            raw_dir,
+            revision=settings.get("revision", "main"),
+            local_dir=settings.get("local_dir"),
+            offline=settings.get("offline", False),
+            force=force,
+        )
+    if source == "physiome":
+        from ssmbench.data.physiome import fetch_physiome
+
+        if force:
+            settings = {**settings, "zenodo": {**(settings.get("zenodo") or {}), "force": True}}
+        return fetch_physiome(name, raw_dir, settings)
+    return _generated_provenance(name, raw_dir, settings, source)
 
 
 def prepare(name: str, raw_dir: str | Path, out_dir: str | Path, settings: dict) -> Path:
     """Write the prepared folder `<out_dir>/<name>/` from the raw files; return it."""
+    _plain_name("prepare", name)
     source = _source(settings)
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     with dataset_lock(out_dir, name):
+        # A UEA or MONSTER copy that fails to prepare is a bad raw copy (every check
+        # there is on the raw files): rejected, so the next fetch fetches it again.
         if source == "uea":
             from ssmbench.data.uea import prepare_uea
 
-            return prepare_uea(name, raw_dir, out_dir)
+            try:
+                return prepare_uea(name, raw_dir, out_dir)
+            except DataError as exc:
+                raise reject_raw_copy(raw_dir, name, exc) from exc
         if source == "monster":
             from ssmbench.data.monster import prepare_monster
 
-            return prepare_monster(name, raw_dir, out_dir)
+            try:
+                return prepare_monster(name, raw_dir, out_dir)
+            except DataError as exc:
+                raise reject_raw_copy(raw_dir, name, exc) from exc
         if source == "physiome":
             from ssmbench.data.physiome import prepare_physiome
 
@@ -229,12 +263,19 @@ def _check_recipe(name: str, source: str, settings: dict) -> None:
             )
         allowed = set(inspect.signature(fading_flash.prepare_fading_flash).parameters)
         allowed -= {"out_dir"}
-        unknown = set(settings.get("generator") or {}) - allowed
+        generator = settings.get("generator") or {}
+        unknown = set(generator) - allowed
         if unknown:
             raise DataError(
                 f"{name}: unknown key(s) {sorted(unknown)} in the generator settings "
                 f"(params.yaml benchmarks.<b>.generator); allowed: {sorted(allowed)}"
             )
+        try:
+            fading_flash.check_generator(**generator)
+        except (TypeError, ValueError) as exc:
+            raise DataError(
+                f"{name}: bad generator settings (params.yaml benchmarks.<b>.generator): {exc}"
+            ) from exc
     elif source == "uea_drop":
         derived_base(name, settings)
     elif source == "physiome":
