@@ -264,3 +264,35 @@ def test_a_derived_from_that_is_a_path_is_refused(project, capsys, tmp_path):
         "  benchmarks.uea_drop.derived_from: '../../outside' is not a benchmark name: it leads "
         "out of its folder (..); a benchmark name matches [a-z0-9][a-z0-9_]*"
     ]
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    "target, problem",
+    [
+        (
+            "results/runs/uea/BasicMotions/../x/MS4N/fold0.json",
+            "dataset wildcard of a target: 'x' is not a dataset of benchmark 'uea'",
+        ),
+        (
+            "results/runs/uea/BasicMotions/NoSuchModel/fold0.json",
+            "model wildcard of a target: 'NoSuchModel' is not a model of params.yaml",
+        ),
+        ("data/prepared/uea/Nope", "dataset wildcard of a target: 'Nope' is not a dataset"),
+    ],
+)
+def test_a_snakemake_target_of_an_undefined_name_fails_before_any_job(tmp_path, target, problem):
+    """Snakemake normalises a target path (`a/../x`) and would plan fetch, prepare and
+    train jobs for a dataset params.yaml does not have; the DAG refuses it instead."""
+    import subprocess
+
+    from conftest import make_project, tool_env
+
+    project = make_project(tmp_path / "project")
+    done = subprocess.run(
+        ["snakemake", "-n", "--cores", "1", target],
+        cwd=project, env=tool_env(project), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert problem in done.stdout + done.stderr, done.stdout + done.stderr
+    assert not (project / "data").exists() and not (project / "results" / "runs").exists()

@@ -12,6 +12,7 @@ from pathlib import Path
 from ssmbench.data.names import BENCHMARK_PATTERN, NAME_PATTERN
 from ssmbench.data.sources import data_settings, derived_base
 from ssmbench.config import (
+    ConfigError,
     Job,
     benchmark_settings,
     check_params,
@@ -19,6 +20,7 @@ from ssmbench.config import (
     job_spec,
     suite_datasets,
     suite_grid,
+    unknown_name,
 )
 from ssmbench.report.outputs import output_paths
 from ssmbench.resources import TrainResources
@@ -58,7 +60,17 @@ def report_files(kind):
     return output_paths(PATHS["results"], PATHS["figures"], benchmarks, kind)
 
 
+def known(wildcards, model=None):
+    """A target path (`snakemake results/runs/...`) names what params.yaml defines: its
+    benchmark, dataset (and model) are checked when the DAG is built, before any job runs."""
+    unknown = unknown_name(config, wildcards.benchmark, wildcards.dataset, model)
+    if unknown is not None:
+        kind, why = unknown
+        raise ConfigError(f"{kind} wildcard of a target: {why}")
+
+
 def job_of(wildcards):
+    known(wildcards, wildcards.model)
     return Job(wildcards.benchmark, wildcards.dataset, wildcards.model, int(wildcards.fold))
 
 
@@ -84,11 +96,13 @@ def settings_marker(wildcards):
 def data_recipe(wildcards):
     """The settings a dataset's content depends on (generator, drop rates, revision...):
     changing them re-prepares it (Snakemake reruns a job whose params changed)."""
+    known(wildcards)
     return data_settings(benchmark_settings(config, wildcards.benchmark, None, wildcards.dataset))
 
 
 def prepare_inputs(wildcards):
     """A dataset's raw files; a derived dataset (uea_drop) also needs its base prepared."""
+    known(wildcards)
     inputs = [f"{PATHS['raw']}/{wildcards.benchmark}/{wildcards.dataset}/provenance.json"]
     settings = benchmark_settings(config, wildcards.benchmark, None, wildcards.dataset)
     if settings["source"] == "uea_drop":
