@@ -1,8 +1,9 @@
-"""Training: the protocol (protocol.py), the checks that make a run sound (checks.py), the
-fold's rows and batches (splits.py), the optimizer (optim.py), checkpoints
-(checkpoint.py), stop signals (stop.py), a run's record and curve published as one unit
-(record_files.py) and the record's provenance (records.py); and the optional malloc
-settings of a training process (below)."""
+"""Training: the protocol (protocol.py), what a run minimises and reports
+(objective.py), the checks that make a run sound (checks.py), the fold's rows and
+batches (splits.py), the optimizer (optim.py), checkpoints (checkpoint.py), stop signals
+(stop.py), a run's record and curve published as one unit (record_files.py) and the
+record's provenance (records.py); and the optional malloc settings of a training process
+(below)."""
 
 # Optional glibc malloc settings for training processes (`ssmbench train --fast-malloc`).
 # Tensors above 32 MB (long sequences: a (64, 64, 10000) complex FFT buffer is 330 MB) are
