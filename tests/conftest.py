@@ -118,3 +118,26 @@ def make_project(dest: Path, edit=None) -> Path:
         edit(params)
     (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return dest
+
+
+def signal_at_training_batch(monkeypatch, n: int, signum=None) -> None:
+    """Send `signum` (default SIGUSR1) to this process during the n-th training batch
+    (1-based, counted over epochs); evaluation batches (no gradients) are not counted."""
+    import signal
+
+    import torch
+
+    from ssmbench.train import protocol
+
+    signum = signal.SIGUSR1 if signum is None else signum
+    real = protocol.Objective.batch_sums
+    count = {"n": 0}
+
+    def batch_sums(self, out, yb, mb):
+        if torch.is_grad_enabled():
+            count["n"] += 1
+            if count["n"] == n:
+                os.kill(os.getpid(), signum)
+        return real(self, out, yb, mb)
+
+    monkeypatch.setattr(protocol.Objective, "batch_sums", batch_sums)

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import make_project, tool_env
+from conftest import make_project, signal_at_training_batch, tool_env
 
 from ssmbench.config import Job, job_spec
 from ssmbench.data.uea import fetch_uea, prepare_uea
@@ -37,7 +37,6 @@ from ssmbench.report.figures import load_curves
 from ssmbench.staleness import record_state
 from ssmbench.status import run_status
 from ssmbench.train import checkpoint as ckpt
-from ssmbench.train import protocol
 from ssmbench.train.checkpoint import RESUME_EXIT_CODE, TrainingInterrupted
 from ssmbench.train.protocol import run_job
 
@@ -239,7 +238,7 @@ def test_a_stop_whose_checkpoint_cannot_be_written_says_so(project, record, tmp_
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(torch, "save", save)
-    _signal_at_training_batch(monkeypatch, 12)
+    signal_at_training_batch(monkeypatch, 12)
     lines = []
     checkpoint = tmp_path / "ckpt" / "fold0.pt"
     with pytest.raises(TrainingInterrupted) as stopped:
@@ -297,25 +296,10 @@ def test_sigterm_pending_at_start_is_a_resumable_stop(project, record):
 
 
 # ------------------------------------------------------------ checkpoint integrity
-def _signal_at_training_batch(monkeypatch, n: int, signum=signal.SIGUSR1) -> None:
-    """Send `signum` to this process during the n-th training batch (1-based)."""
-    real = protocol.Objective.batch_sums
-    count = {"n": 0}
-
-    def batch_sums(self, out, yb, mb):
-        if torch.is_grad_enabled():
-            count["n"] += 1
-            if count["n"] == n:
-                os.kill(os.getpid(), signum)
-        return real(self, out, yb, mb)
-
-    monkeypatch.setattr(protocol.Objective, "batch_sums", batch_sums)
-
-
 def test_an_edited_checkpoint_is_discarded_with_a_log_line(project, record, tmp_path, monkeypatch):
     checkpoint = tmp_path / "ckpt" / "fold0.pt"
     spec = spec_of(project)
-    _signal_at_training_batch(monkeypatch, 12)  # in epoch 2 (9 batches an epoch)
+    signal_at_training_batch(monkeypatch, 12)  # in epoch 2 (9 batches an epoch)
     with pytest.raises(TrainingInterrupted):
         run_job(spec, record, log=quiet, checkpoint_path=checkpoint)
     monkeypatch.undo()
@@ -337,7 +321,7 @@ def test_an_edited_checkpoint_is_discarded_with_a_log_line(project, record, tmp_
 def test_an_untouched_checkpoint_still_resumes(project, record, tmp_path, monkeypatch):
     checkpoint = tmp_path / "ckpt" / "fold0.pt"
     spec = spec_of(project)
-    _signal_at_training_batch(monkeypatch, 12)
+    signal_at_training_batch(monkeypatch, 12)
     with pytest.raises(TrainingInterrupted):
         run_job(spec, record, log=quiet, checkpoint_path=checkpoint)
     monkeypatch.undo()

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import make_project, tool_env
+from conftest import make_project, signal_at_training_batch, tool_env
 
 from ssmbench.config import Job, job_spec
 from ssmbench.data.uea import fetch_uea, prepare_uea
@@ -172,22 +172,6 @@ def test_sigkill_after_periodic_checkpoint_resumes(project, reference):
 
 
 # ------------------------------------------------------------------ in-process, exact spot
-def signal_at_training_batch(monkeypatch, n: int, signum=signal.SIGUSR1) -> None:
-    """Send `signum` to this process during the n-th training batch (1-based, counted
-    over epochs); evaluation batches (no gradients) are not counted."""
-    real = protocol.Objective.batch_sums
-    count = {"n": 0}
-
-    def batch_sums(self, out, yb, mb):
-        if torch.is_grad_enabled():
-            count["n"] += 1
-            if count["n"] == n:
-                os.kill(os.getpid(), signum)
-        return real(self, out, yb, mb)
-
-    monkeypatch.setattr(protocol.Objective, "batch_sums", batch_sums)
-
-
 # lr 1e-2, patience 3: BasicMotions' MS4 run peaks at epoch 8 and stops early after 11
 EARLY_STOP = {"lr": 0.01, "early_stopping_patience": 3}
 
