@@ -39,6 +39,7 @@ not the same):
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from numbers import Integral, Real
@@ -194,18 +195,9 @@ def _check_dt_range(dt_range) -> tuple[float, float]:
     return lo, hi
 
 
-def check_generator(
-    n_train: int = 100_000,
-    n_test_per_dt: int = 2_000,
-    seed: int = 0,
-    *,
-    test_dts: Sequence[float] = TEST_DT_GRID,
-    dt_range: tuple[float, float] = TRAIN_DT_RANGE,
-    dt_per_step: bool = False,
-) -> tuple[int, int, int, list[float], list[str]]:
-    """The generator settings ``prepare_fading_flash`` takes, checked without generating
-    anything (so a bad value stops the workflow before any job runs): ``(n_train,
-    n_test_per_dt, seed, test Δs, test-set keys)``. Raises ValueError naming the key."""
+def _checked(n_train, n_test_per_dt, seed, test_dts, dt_range, dt_per_step):
+    """``prepare_fading_flash``'s settings, checked: ``(n_train, n_test_per_dt, seed,
+    test Δs, test-set keys)``. Raises ValueError naming the key."""
     n_train = check_count(n_train, "n_train")
     n_test_per_dt = check_count(n_test_per_dt, "n_test_per_dt")
     if n_test_per_dt == 0:
@@ -216,6 +208,17 @@ def check_generator(
     if not isinstance(dt_per_step, bool):
         raise ValueError(f"dt_per_step must be true or false, got {dt_per_step!r}.")
     return n_train, n_test_per_dt, seed, dts, keys
+
+
+def check_generator(generator: dict) -> None:
+    """A params.yaml ``generator:`` mapping checked as ``prepare_fading_flash`` would take
+    it (its own defaults for what is left out), without generating anything, so a bad
+    value stops the workflow before any job runs. Raises TypeError for an unknown key,
+    ValueError naming a bad value."""
+    bound = inspect.signature(prepare_fading_flash).bind(None, **generator)
+    bound.apply_defaults()
+    settings = {k: v for k, v in bound.arguments.items() if k != "out_dir"}
+    _checked(**settings)
 
 
 def prepare_fading_flash(
@@ -243,10 +246,9 @@ def prepare_fading_flash(
     reference's static dataset has 100,000 training and 2,000 test sequences per Δ (these
     defaults); its experiments draw fresh training batches instead (3000 steps × 32).
     """
-    n_train, n_test_per_dt, seed, dts, keys = check_generator(
-        n_train, n_test_per_dt, seed, test_dts=test_dts, dt_range=dt_range,
-        dt_per_step=dt_per_step,
-    )  # fmt: skip
+    n_train, n_test_per_dt, seed, dts, keys = _checked(
+        n_train, n_test_per_dt, seed, test_dts, dt_range, dt_per_step
+    )
 
     parts = [generate_fading_flash(n_train, [seed, 0], dt_range=dt_range, dt_per_step=dt_per_step)]
     test_seeds = {}

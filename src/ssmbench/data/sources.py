@@ -271,7 +271,7 @@ def _check_recipe(name: str, source: str, settings: dict) -> None:
                 f"(params.yaml benchmarks.<b>.generator); allowed: {sorted(allowed)}"
             )
         try:
-            fading_flash.check_generator(**generator)
+            fading_flash.check_generator(generator)
         except (TypeError, ValueError) as exc:
             raise DataError(
                 f"{name}: bad generator settings (params.yaml benchmarks.<b>.generator): {exc}"
