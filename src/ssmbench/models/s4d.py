@@ -40,9 +40,9 @@ Choices and deviations from the reference ``s4d.py``
 * The SSM parameters (log_dt, log_A_real, A_imag, B, C) carry the reference's
   ``_optim = {"weight_decay": 0.0}`` hint; nothing here enforces it, a trainer may use it.
   No per-parameter learning rate is set.
-* Dropout after the GELU is plain element-wise ``nn.Dropout`` (the reference uses a
-  dropout mask tied over the sequence axis). With the benchmark default dropout = 0 the two
-  are identical.
+* Dropout after the GELU drops whole channels: one mask per (sample, channel), the same at
+  every step (``ChannelDropout``), as both references do (state-spaces' ``DropoutNd`` with
+  ``tie=True``; the MS4N authors' ``DropoutNd`` on their channels-last layout).
 * The layer does not contain the GLU output mixing of the reference ``S4D`` module: the
   MS4 classifier (``ms4.py``) adds it itself, and the plain "S4D" model has none.
 * The kernel is computed with a factorised Vandermonde matrix, Ā^{m i + j} = Ā^{m i} Ā^j
@@ -166,8 +166,30 @@ class S4DKernel(nn.Module):
         return k.reshape(H, q * m)[:, :L]  # (H, L)
 
 
+class ChannelDropout(nn.Module):
+    """Dropout of whole channels of a (B, H, L) tensor: each (sample, channel) is kept with
+    probability 1 − p at every step or zeroed at every step; kept ones are scaled by
+    1 / (1 − p). The identity in eval mode."""
+
+    def __init__(self, p: float) -> None:
+        super().__init__()
+        if not 0.0 <= p < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {p}")
+        self.p = p
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.p == 0.0:
+            return x
+        keep = torch.empty(x.shape[:-1] + (1,), device=x.device, dtype=x.dtype)  # (B, H, 1)
+        return x * keep.bernoulli_(1.0 - self.p) / (1.0 - self.p)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
 class S4DLayer(nn.Module):
-    """One S4D block: y = GELU(K * u + D u), then dropout. Input and output (B, H, L)."""
+    """One S4D block: y = GELU(K * u + D u), then channel dropout. Input and output
+    (B, H, L)."""
 
     def __init__(
         self, d_model: int, d_state: int = 64, dropout: float = 0.0, b_scales_step: bool = False
@@ -178,7 +200,7 @@ class S4DLayer(nn.Module):
         self.kernel = S4DKernel(d_model, d_state, b_scales_step=b_scales_step)
         self.D = nn.Parameter(torch.randn(d_model))  # (H) skip connection
         self.activation = nn.GELU()
-        self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
+        self.dropout = ChannelDropout(dropout) if dropout > 0 else nn.Identity()
 
     def ssm(self, u: torch.Tensor) -> torch.Tensor:
         """The linear part: causal convolution with K plus D u. (B, H, L) -> (B, H, L)."""
