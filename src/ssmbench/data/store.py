@@ -296,22 +296,32 @@ def _row_chunks(path: Path, chunk_bytes: int, like: str | None = None):
             yield start, np.frombuffer(view, dtype=dtype).reshape((n_rows, *shape[1:]))
 
 
+#: What `stratified_validation_split` does when a stratified split of the asked size
+#: cannot exist (params.yaml's ``protocol.val_split_fallback``).
+VALIDATION_FALLBACKS = ("shuffle", "per_class", "error")
+
+
 def stratified_validation_split(
-    y_train_labels, fraction: float, seed: int
+    y_train_labels, fraction: float, seed: int, fallback: str = "per_class"
 ) -> tuple[np.ndarray, np.ndarray]:
     """Split training rows into (train, validation), stratified by class.
 
     Returns sorted int64 positions *into* ``y_train_labels`` (local indices): map them
     through the fold's ``train_indices`` to get dataset rows. The test rows never enter.
 
-    Policy: ``sklearn.model_selection.StratifiedShuffleSplit(n_splits=1,
-    test_size=fraction, random_state=seed)`` when it can honour stratification, i.e. every
-    class has at least 2 samples and both parts can hold one sample of each class.
-    Otherwise (tiny sets such as AtrialFibrillation's 15 training series in 3 classes, or a
-    class with a single sample) a per-class draw with the same seed: a class with one
-    sample goes wholly to train; a class with ``n >= 2`` samples gives
-    ``min(n - 1, max(1, round(fraction * n)))`` samples to validation, so at least one
-    validation sample per such class and at least one training sample per class.
+    ``sklearn.model_selection.StratifiedShuffleSplit(n_splits=1, test_size=fraction,
+    random_state=seed)``, the MS4N authors' split, when it can honour stratification: every
+    class has at least 2 samples and both parts can hold one sample of each class. Where
+    it cannot (sklearn raises: e.g. Handwriting's 15 validation rows for 26 classes, or a
+    class with a single sample), ``fallback`` says what happens:
+
+    * ``shuffle``: ``ShuffleSplit`` with the same size and seed, not stratified: the
+      authors' 10% kept, stratification dropped.
+    * ``per_class``: a per-class draw with the same seed: a class with one sample goes
+      wholly to train; a class with ``n >= 2`` samples gives
+      ``min(n - 1, max(1, round(fraction * n)))`` to validation, so every such class is
+      validated (more than ``fraction`` of the rows: 17% of Handwriting's).
+    * ``error``: a `DataError` naming the counts, as the authors' code would stop.
     """
     y = np.asarray(y_train_labels)
     if y.ndim != 1 or y.size == 0:
@@ -321,6 +331,11 @@ def stratified_validation_split(
             f"validation split: fraction {fraction} must be in (0, 1). Fix "
             f"protocol.val_fraction in params.yaml."
         )
+    if fallback not in VALIDATION_FALLBACKS:
+        raise DataError(
+            f"validation split: fallback {fallback!r} is not one of "
+            f"{', '.join(VALIDATION_FALLBACKS)}. Fix protocol.val_split_fallback in params.yaml."
+        )
     n = y.size
     classes, counts = np.unique(y, return_counts=True)
     n_val = math.ceil(float(fraction) * n)  # sklearn's rounding for a float test_size
@@ -329,6 +344,26 @@ def stratified_validation_split(
 
         sss = StratifiedShuffleSplit(n_splits=1, test_size=float(fraction), random_state=seed)
         tr, va = next(sss.split(np.zeros(n), y))
+        return np.sort(tr).astype(np.int64), np.sort(va).astype(np.int64)
+
+    if fallback == "error":
+        why = (
+            f"its smallest class has {int(counts.min())} sample(s)"
+            if counts.min() < 2
+            else f"{fraction:g} of {n} rows is {n_val} rows, fewer than the {classes.size} classes"
+            if n_val < classes.size
+            else f"{n - n_val} rows would be left to train on for {classes.size} classes"
+        )
+        raise DataError(
+            f"validation split: no stratified split of {fraction:g} exists: {why}. Set "
+            f"protocol.val_split_fallback to shuffle or per_class in params.yaml."
+        )
+    if fallback == "shuffle":
+        from sklearn.model_selection import ShuffleSplit
+
+        tr, va = next(
+            ShuffleSplit(n_splits=1, test_size=float(fraction), random_state=seed).split(y)
+        )
         return np.sort(tr).astype(np.int64), np.sort(va).astype(np.int64)
 
     rng = np.random.default_rng(seed)

@@ -2,10 +2,13 @@
 
 * Adam, lr 1e-3 (params.yaml `protocol`; AdamW on request), over the parameter groups
   of ``ssmbench.train.optim`` (no weight decay where a layer's ``_optim`` hint says so).
-* A stratified validation split of `val_fraction` of the TRAINING part of the fold; the
-  test fold is never seen before the final evaluation.
-* Early stopping on the validation loss (`early_stopping_patience` epochs without a
-  strictly better one), at most `max_epochs`.
+* A stratified validation split of `val_fraction` of the TRAINING part of the fold, drawn
+  with `val_split_seed` (the MS4N authors' fixed 1234, or each run's own seed) and
+  `val_split_fallback` where no stratified split of that size exists; the test fold is
+  never seen before the final evaluation.
+* `max_epochs` epochs, validated every `val_interval`-th epoch and at the last; with an
+  `early_stopping_patience` it stops after that many epochs without a strictly better
+  validation score (null: no early stop, as the authors' trainer).
 * The checkpoint with the best validation score is the one tested.
 * Seeded (seed = seed_base + fold) and deterministic on CPU.
 
@@ -49,7 +52,12 @@ from ssmbench.train.objective import Objective
 from ssmbench.train.optim import build_optimizer
 from ssmbench.train.record_files import curve_path_of, publish_record
 from ssmbench.train.records import provenance
-from ssmbench.train.splits import batch_size_for, iterate_batches, split_indices
+from ssmbench.train.splits import (
+    batch_size_for,
+    iterate_batches,
+    split_indices,
+    validation_seed,
+)
 
 CURVE_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds")
 
@@ -210,7 +218,10 @@ def _set_up(spec: dict, threads: int) -> _RunSetup:
         )
     # Bad data or a degenerate fold fails here, before any epoch (ssmbench.train.checks).
     check_inputs(dataset, fold)
-    train_idx, val_idx, test_idx = split_indices(dataset, fold, settings["val_fraction"], seed)
+    train_idx, val_idx, test_idx = split_indices(
+        dataset, fold, settings["val_fraction"], validation_seed(settings, seed),
+        settings.get("val_split_fallback", "per_class"),
+    )  # fmt: skip
     check_split(dataset, fold, train_idx, val_idx, settings["val_fraction"])
     data = _FoldData(
         dataset, objective, mask, train_idx, val_idx, test_idx, dataset.test_sets(fold)
@@ -246,7 +257,9 @@ class _DeepTraining:
         self.shuffle = torch.Generator().manual_seed(run.seed)
         self.monitor = settings.get("monitor", "val_loss")
         self.max_epochs = int(settings["max_epochs"])
-        self.patience = int(settings["early_stopping_patience"])
+        patience = settings.get("early_stopping_patience")
+        self.patience = None if patience is None else int(patience)
+        self.val_interval = int(settings.get("val_interval", 1))
         self.clip = settings.get("grad_clip_norm")
         # A checkpoint at the end of every `every`-th epoch, but not within `min_seconds` of
         # the last one (runs whose epochs take milliseconds would spend their time writing).
@@ -265,7 +278,8 @@ class _DeepTraining:
             f"[{self.name}] seed={run.seed} device={run.device} train={len(self.data.train_idx)} "
             f"val={len(self.data.val_idx)} test={len(self.data.test_idx)} "
             f"batch={run.batch_size} params={self.n_params} MMac={self.mmac:.3f} "
-            f"max_epochs={self.max_epochs}"
+            f"max_epochs={self.max_epochs} patience={self.patience} "
+            f"val_interval={self.val_interval}"
         )
 
     # ------------------------------------------------------------------------- resume
@@ -409,14 +423,24 @@ class _DeepTraining:
         return train_loss, train_acc, epoch_start
 
     def _end_epoch(self, train_loss: float, train_acc: float, epoch_start: float) -> bool:
-        """Validate the finished epoch, note it in the curve and the early-stopping state,
-        move the state to the next epoch and checkpoint it when due (on a signal, or
-        periodically). Returns whether it wrote a checkpoint."""
-        state, epoch = self.state, self.state.epoch
+        """Validate the finished epoch when it is due (every `val_interval`-th and the
+        last; the curve leaves the validation columns empty otherwise), note it in the
+        curve and the early-stopping state, move the state to the next epoch and
+        checkpoint it when due (on a signal, or periodically). Returns whether it wrote a
+        checkpoint."""
+        epoch = self.state.epoch
+        if epoch % self.val_interval and epoch != self.max_epochs:
+            return self._next_epoch(train_loss, train_acc, None, None, epoch_start)
         val_loss, val_acc = self.data.score(
             self.model, self.data.val_idx, self.run.batch_size, self.run.device,
             f"[{self.name}] validation, epoch {epoch}",
         )  # fmt: skip
+        return self._next_epoch(train_loss, train_acc, val_loss, val_acc, epoch_start)
+
+    def _next_epoch(self, train_loss, train_acc, val_loss, val_acc, epoch_start) -> bool:
+        """`_end_epoch`'s bookkeeping, with the epoch's validation scores (None: not
+        validated this epoch)."""
+        state, epoch = self.state, self.state.epoch
         row = {
             "epoch": epoch,
             "train_loss": train_loss,
@@ -426,17 +450,19 @@ class _DeepTraining:
             "seconds": time.perf_counter() - epoch_start,
         }
         state.curve.append(row)
-        if _is_better(self.monitor, val_loss, val_acc, state.best):
+        validated = val_loss is not None
+        if validated and _is_better(self.monitor, val_loss, val_acc, state.best):
             state.best, state.best_epoch, state.since_best = (val_loss, val_acc), epoch, 0
             state.best_state = copy.deepcopy(self.model.state_dict())
         else:
             state.since_best += 1
+        scores = f"val_loss={val_loss:.4f} val_acc={val_acc:.3f} " if validated else ""
         self.log(
             f"epoch {epoch:>4}/{self.max_epochs} train_loss={row['train_loss']:.4f} "
-            f"train_acc={row['train_accuracy']:.3f} val_loss={val_loss:.4f} val_acc={val_acc:.3f} "
+            f"train_acc={row['train_accuracy']:.3f} {scores}"
             f"best_epoch={state.best_epoch} ({row['seconds']:.2f}s)"
         )
-        if state.since_best >= self.patience:
+        if validated and self.patience is not None and state.since_best >= self.patience:
             state.stopped_early = True
             self.log(
                 f"early stop: no better {self.monitor} for {self.patience} epochs "

@@ -21,11 +21,20 @@ def batch_size_for(settings: dict, n_train: int) -> int:
     return int(min(settings["batch_max"], max(settings["batch_min"], size)))
 
 
-def split_indices(dataset, fold: int, val_fraction: float, seed: int):
+def validation_seed(settings: dict, run_seed: int) -> int:
+    """The seed of a run's validation split: ``val_split_seed`` from params.yaml (the MS4N
+    authors' 1234: one split for every run of a fold) or, with ``run``, the run's own seed
+    (a split re-drawn per seeded run)."""
+    chosen = settings.get("val_split_seed", "run")
+    return int(run_seed) if chosen == "run" else int(chosen)
+
+
+def split_indices(dataset, fold: int, val_fraction: float, seed: int, fallback: str = "per_class"):
     """(train, val, test) row indices of a fold. Validation comes from the training part:
     the dataset's own validation rows when it has them (Physiome-ODE's 70/20/10), else a
-    stratified draw (classification) or a seeded random draw (regression) of
-    ``val_fraction`` of the training rows."""
+    stratified draw (classification; `fallback` where no stratified split of that size
+    exists: ``ssmbench.data.store.stratified_validation_split``) or a seeded random draw
+    (regression) of ``val_fraction`` of the training rows, with `seed`."""
     from ssmbench.data.errors import DataError
     from ssmbench.data.store import stratified_validation_split
 
@@ -37,7 +46,7 @@ def split_indices(dataset, fold: int, val_fraction: float, seed: int):
         train_idx = np.setdiff1d(pool, val_idx)
     elif dataset.meta.get("task", "classification") == "classification":
         y_pool = np.asarray(dataset.y[pool])
-        tr_local, val_local = stratified_validation_split(y_pool, val_fraction, seed)
+        tr_local, val_local = stratified_validation_split(y_pool, val_fraction, seed, fallback)
         train_idx, val_idx = pool[np.asarray(tr_local)], pool[np.asarray(val_local)]
     else:
         n_val = max(1, math.ceil(float(val_fraction) * len(pool)))
