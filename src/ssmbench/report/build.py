@@ -17,6 +17,7 @@ from .aggregate import (
 )
 from .figures import figure7, figure8, load_curves, write_curves_csv
 from .outputs import figure7_stem, figure8_stem, report_outputs, table_stem
+from .protocol_notes import write_protocol_notes
 from .reference import load_published_errors
 from .tables import benchmark_table, write_table
 
@@ -77,6 +78,8 @@ def build_report(
         summarise(records, benchmark_models), outputs["summary_json"]
     )
 
+    written["protocol_notes_md"] = write_protocol_notes(records, outputs["protocol_notes_md"])
+
     published = load_published_errors()
     summ = summary_frame(records, benchmark_models)
     for bench in benchmarks:
@@ -102,8 +105,13 @@ def build_report(
         datasets = (
             sorted(have_all[have_all == len(models)].index) or sorted(curves["dataset"].unique())
         )[:FIGURE8_MAX_DATASETS]
+    selected = {
+        (model, ds): [int(e) for e in group["best_epoch"].dropna()]
+        for (model, ds), group in records.groupby(["model", "dataset"])
+    }
     paths, _ = figure8(
-        curves, figure8_stem(figures_dir), thresholds, models=FIGURE8_MODELS, datasets=datasets
-    )
+        curves, figure8_stem(figures_dir), thresholds, models=FIGURE8_MODELS,
+        datasets=datasets, selected=selected,
+    )  # fmt: skip
     written["figure8_png"], written["figure8_pdf"] = paths["png"], paths["pdf"]
     return written

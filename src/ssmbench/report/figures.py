@@ -290,6 +290,7 @@ def figure8(
     thresholds: Mapping[str, float],
     models: Sequence[str] | None = ("MS4", "MS4N"),
     datasets: Sequence[str] | None = None,
+    selected: Mapping[tuple[str, str], Sequence[int]] | None = None,
 ) -> tuple[dict[str, Path], dict]:
     """Figure 8: training dynamics, 2×2 panels (train loss, val loss, train acc, val acc).
 
@@ -298,7 +299,12 @@ def figure8(
     from then on). In a panel whose metric has a threshold (``thresholds["val_loss"]``:
     first epoch *below*; ``thresholds["val_accuracy"]``: first epoch *above*) the
     threshold is a grey dotted line, each mean curve's first crossing a vertical marker
-    annotated with the epoch, and the legend says the epoch or "never".
+    annotated with the epoch, and the legend says the epoch or "never". Epochs that were not
+    validated (``val_interval`` > 1) are left out of the validation panels.
+
+    ``selected``: {(model, dataset): the epochs the protocol tested, one per run (the
+    records' ``best_epoch``)}; each mean curve gets a dot at their median, the legend says
+    it: the same selection rule as the tables.
 
     ``models``: which models (those absent from ``curves`` are skipped; when none is
     present, all models are drawn); ``datasets``: which datasets (default: all).
@@ -331,6 +337,7 @@ def figure8(
         for model in model_list:
             for ds in ds_list:
                 sel = mean[(mean["model"] == model) & (mean["dataset"] == ds)]
+                sel = sel[["epoch", metric]].dropna()  # validated epochs only
                 if sel.empty:
                     continue
                 label = f"{model} · {ds}" if len(ds_list) > 1 else model
@@ -357,6 +364,12 @@ def figure8(
                             arrowprops={"arrowstyle": "-", "color": colour, "linewidth": 0.6},
                         )
                         marker_n += 1
+                picked = (selected or {}).get((model, ds))
+                if picked:
+                    at = int(np.median(picked))
+                    label += f"; tested epoch {at} (median)"
+                    near = sel.iloc[int(np.argmin(np.abs(sel["epoch"].to_numpy() - at)))]
+                    ax.plot([near["epoch"]], [near[metric]], "o", color=colour, markersize=5)
                 ax.plot(
                     sel["epoch"],
                     sel[metric],

@@ -17,7 +17,7 @@ FIGURE_FORMATS = ("png", "pdf")
 #: The folder of the per-benchmark tables, under the results folder.
 TABLES_FOLDER = "tables"
 #: The kinds of output, in the order they are listed.
-KINDS = ("metrics", "summary", "curves", "table", "figure7", "figure8")
+KINDS = ("metrics", "summary", "curves", "protocol_notes", "table", "figure7", "figure8")
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,8 @@ def report_outputs(
     * ``metrics_csv``: ``{results}/metrics.csv``, one row per run record (results only);
     * ``summary_json``: ``{results}/summary.json``, {benchmark: {model: {error, rank...}}};
     * ``curves_csv``: ``{results}/curves.csv``, all epoch curves in long format;
+    * ``protocol_notes_md``: ``{results}/protocol_notes.md``, the runs' settings beside the
+      authors' code;
     * ``{bench}_table_{csv,md,tex}``: ``{results}/tables/{bench}_table.*``;
     * ``figure7_{bench}_{png,pdf}``: ``{figures}/figure7_{bench}.*``;
     * ``figure8_{png,pdf}``: ``{figures}/figure8_curves.*``.
@@ -67,6 +69,7 @@ def report_outputs(
         ReportOutput("metrics_csv", "metrics", results_dir / "metrics.csv"),
         ReportOutput("summary_json", "summary", results_dir / "summary.json"),
         ReportOutput("curves_csv", "curves", results_dir / "curves.csv"),
+        ReportOutput("protocol_notes_md", "protocol_notes", results_dir / "protocol_notes.md"),
     ]
     benchmarks = sorted(set(benchmarks))
     for bench in benchmarks:

@@ -52,3 +52,15 @@ def load_published_domains_monster() -> pd.DataFrame:
     )
     df["domain"] = df["domain"].replace(DOMAIN_ALIASES)
     return df
+
+
+def load_authors_protocol() -> pd.DataFrame:
+    """What the MS4N authors' code does where the paper is silent: ``benchmark (* = all),
+    setting, authors (the value; None where the code has none: see has_value), source,
+    note, has_value``."""
+    import json
+
+    df = _read_csv("ms4n_authors_protocol.csv", dtype=str, keep_default_na=False)
+    df["has_value"] = df["authors"] != ""
+    df["authors"] = [json.loads(v) if v else None for v in df["authors"]]
+    return df
