@@ -486,3 +486,14 @@ def test_two_prepares_at_once_leave_one_good_folder(tmp_path):
     assert dataset.X.shape == (80, 6, 100)
     # no temporary or set-aside folders are left behind, only the lock file
     assert sorted(p.name for p in out.iterdir()) == [".BasicMotions.lock", "BasicMotions"]
+
+
+def test_prepare_before_any_fetch_does_not_claim_a_copy_was_marked_bad(tmp_path):
+    from ssmbench.data.provenance import REJECTED, reject_raw_copy
+
+    error = reject_raw_copy(tmp_path / "raw", "ERing", DataError("ERing_TRAIN.ts: missing."))
+    assert str(error) == "ERing_TRAIN.ts: missing." and not (tmp_path / "raw").exists()
+    (tmp_path / "raw" / "ERing").mkdir(parents=True)
+    (tmp_path / "raw" / "ERing" / "provenance.json").write_text('{"dataset": "ERing"}')
+    error = reject_raw_copy(tmp_path / "raw", "ERing", DataError("ERing_TRAIN.ts: missing."))
+    assert "is marked bad" in str(error) and (tmp_path / "raw" / "ERing" / REJECTED).is_file()

@@ -95,6 +95,12 @@ def reject_raw_copy(raw_dir: str | Path, name: str, error: DataError) -> DataErr
         tmp.write_text(json.dumps(prov, indent=2) + "\n", encoding="utf-8")
         tmp.replace(dest / REJECTED)
     prov_path.unlink(missing_ok=True)
+    if not isinstance(prov, dict):  # no fetched copy to mark (e.g. never fetched)
+        return DataError(
+            f"{error} (`{refetch_command(raw_dir, name)}`, or rerun the workflow)"
+            if dest.is_dir()
+            else str(error)
+        )
     return DataError(
         f"{error} The raw copy {dest} is marked bad ({REJECTED}): the next fetch fetches it "
         f"again (`{refetch_command(raw_dir, name)}`, or rerun the workflow)."
