@@ -60,7 +60,7 @@ import math
 import torch
 import torch.nn as nn
 
-__all__ = ["S4DKernel", "S4DLayer", "naive_kernel", "recurrence"]
+__all__ = ["ChannelDropout", "S4DKernel", "S4DLayer", "naive_kernel", "recurrence"]
 
 _NO_WEIGHT_DECAY = {"weight_decay": 0.0}
 
