@@ -200,3 +200,4 @@ def test_protocol_notes_mark_each_departure(basic_motions, tmp_path):
     assert departing(authors_like) == {"val_split_fallback", "max_epochs"}
     assert departing(mixed) == {"val_split_fallback", "max_epochs", "early_stopping_patience"}
     assert "| early_stopping_patience | null, 50 | null |" in mixed
+

@@ -25,10 +25,11 @@ def _declared(entries) -> list[Path]:
 def test_every_output_has_a_name_a_kind_and_a_path():
     outputs = report_outputs("results", "figures", ["uea", "monster", "uea"])
     names = [o.name for o in outputs]
-    assert len(names) == len(set(names)) == 3 + 2 * (3 + 2) + 2
+    assert len(names) == len(set(names)) == 4 + 2 * (3 + 2) + 2
     assert {o.kind for o in outputs} == set(KINDS)
     by_name = {o.name: o.path for o in outputs}
     assert by_name["metrics_csv"] == Path("results/metrics.csv")
+    assert by_name["protocol_notes_md"] == Path("results/protocol_notes.md")
     assert by_name["monster_table_tex"] == Path("results/tables/monster_table.tex")
     assert by_name["figure7_uea_pdf"] == Path("figures/figure7_uea.pdf")
     assert by_name["figure8_png"] == Path("figures/figure8_curves.png")

@@ -151,7 +151,8 @@ def test_regression_targets_may_be_nan_only_where_unobserved(tmp_path):
 
 # ------------------------------------------------------------------ degenerate folds
 def test_fewer_training_rows_than_classes_is_refused(tmp_path):
-    # meta declares 4 classes; the training rows hold only two of them, 2 rows after the split
+    # meta declares 4 classes; the training rows hold only two of them, 3 rows after the
+    # split (10% of 4 rows cannot hold both classes: the unstratified fallback takes 1)
     y = np.array([0, 0, 1, 1] + [2, 3] * 2, dtype=np.int64)
     X = np.ones((8, C, L), dtype=np.float32)
     folder = _folder(tmp_path, X=X, y=y, test_rows=range(4, 8), N=8, n_classes=4,
@@ -160,7 +161,7 @@ def test_fewer_training_rows_than_classes_is_refused(tmp_path):
         tmp_path,
         folder,
         DataError,
-        r"fold 0 with val_fraction 0.1 leaves 2 training rows for 4 classes",
+        r"fold 0 with val_fraction 0.1 leaves 3 training rows for 4 classes",
     )
 
 
