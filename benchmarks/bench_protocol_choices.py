@@ -179,6 +179,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--datasets", nargs="*", default=None)
     ap.add_argument("--variants", nargs="*", default=None, help="names of VARIANTS to run")
+    ap.add_argument("--models", nargs="*", default=list(MODELS), choices=MODELS)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--max-epochs", type=int, default=None, help="cap epochs (smoke tests)")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "out" / "protocol_choices"))
@@ -198,7 +199,7 @@ def main(argv=None) -> int:
             params["suites"][SUITE]["overrides"]["max_epochs"] = args.max_epochs
         datasets = args.datasets or params["suites"][SUITE]["benchmarks"]["uea"]
         for dataset in datasets:
-            for model in MODELS:
+            for model in args.models:
                 for fold in range(args.seeds):
                     spec = job_spec(params, Job("uea", dataset, model, fold), SUITE)
                     key = _run_key(spec)
@@ -235,7 +236,7 @@ def main(argv=None) -> int:
         )
     published = load_published_errors()
     published = published[published["benchmark"] == "uea"].set_index(["dataset", "model"])
-    text = _tables(variants, plan, records, published, args.seeds)
+    text = _tables(variants, plan, records, published, args.seeds, args.models)
     print(text)
     (out / "tables.md").write_text(text, encoding="utf-8")
     return 0
@@ -245,7 +246,7 @@ def _errors(plan, records, variant, dataset, model, seeds):
     return [records[plan[(variant, dataset, model, f)]]["test_error"] for f in range(seeds)]
 
 
-def _tables(variants, plan, records, published, seeds) -> str:
+def _tables(variants, plan, records, published, seeds, models) -> str:
     datasets = list(dict.fromkeys(d for (_, d, _, _) in plan))
     lines = []
     # Wall time and selection summary per variant.
@@ -261,7 +262,7 @@ def _tables(variants, plan, records, published, seeds) -> str:
     for (prev, _, _, _), (name, change, _, _) in zip(variants, variants[1:], strict=False):
         lines += ["", f"## {change}", "", f"{prev} -> {name}, test error, mean ± std over "
                   f"{seeds} seeds; paper: the MS4N paper's Table 5", ""]  # fmt: skip
-        for model in MODELS:
+        for model in models:
             lines += [f"**{model}**", "", f"| dataset | paper | {prev} | {name} | change |",
                       "|---|---:|---:|---:|---:|"]  # fmt: skip
             diffs = {prev: [], name: []}
