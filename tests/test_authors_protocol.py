@@ -106,6 +106,14 @@ def test_too_few_rows_shuffle_keeps_ten_percent_unstratified():
     assert np.array_equal(va, again)
 
 
+def test_a_stratified_split_exists_only_where_sklearn_can_draw_it():
+    from ssmbench.data.store import stratified_split_exists
+
+    assert stratified_split_exists(np.repeat(np.arange(4), 10), 0.1)  # 4 rows, 4 classes
+    assert not stratified_split_exists(HANDWRITING_LIKE, 0.1)  # 15 rows, 26 classes
+    assert not stratified_split_exists(np.array([0] * 30 + [1]), 0.1)  # a single-row class
+
+
 def test_too_few_rows_per_class_validates_every_class():
     tr, va = stratified_validation_split(HANDWRITING_LIKE, 0.1, 1234, "per_class")
     assert sorted(set(HANDWRITING_LIKE[va])) == list(range(26)) and len(va) == 26
@@ -132,6 +140,7 @@ def test_no_patience_trains_every_epoch_and_tests_the_best(basic_motions, tmp_pa
     )  # fmt: skip
     curve = _curve(tmp_path / "fold0.json")
     assert rec["epochs_run"] == 5 and not rec["stopped_early"]
+    assert rec["val_split"] == "stratified"
     losses = [float(r["val_loss"]) for r in curve]
     assert rec["best_epoch"] == int(np.argmin(losses)) + 1
 

@@ -296,6 +296,15 @@ def _row_chunks(path: Path, chunk_bytes: int, like: str | None = None):
             yield start, np.frombuffer(view, dtype=dtype).reshape((n_rows, *shape[1:]))
 
 
+def stratified_split_exists(y_train_labels, fraction: float) -> bool:
+    """Whether ``StratifiedShuffleSplit(test_size=fraction)`` can split these labels: every
+    class has 2 samples or more and both parts can hold one of each class."""
+    y = np.asarray(y_train_labels)
+    _, counts = np.unique(y, return_counts=True)
+    n, n_val = y.size, math.ceil(float(fraction) * y.size)
+    return bool(counts.min() >= 2 and n_val >= counts.size and n - n_val >= counts.size)
+
+
 #: What `stratified_validation_split` does when a stratified split of the asked size
 #: cannot exist (params.yaml's ``protocol.val_split_fallback``).
 VALIDATION_FALLBACKS = ("shuffle", "per_class", "error")
@@ -339,7 +348,7 @@ def stratified_validation_split(
     n = y.size
     classes, counts = np.unique(y, return_counts=True)
     n_val = math.ceil(float(fraction) * n)  # sklearn's rounding for a float test_size
-    if counts.min() >= 2 and n_val >= classes.size and n - n_val >= classes.size:
+    if stratified_split_exists(y, fraction):
         from sklearn.model_selection import StratifiedShuffleSplit
 
         sss = StratifiedShuffleSplit(n_splits=1, test_size=float(fraction), random_state=seed)

@@ -56,6 +56,7 @@ RECORD_KEYS = (
     "n_train",
     "n_val",
     "n_test",
+    "val_split",
     "train_seconds",
     "test_seconds",
     "params",

@@ -56,6 +56,7 @@ from ssmbench.train.splits import (
     batch_size_for,
     iterate_batches,
     split_indices,
+    validation_method,
     validation_seed,
 )
 
@@ -152,7 +153,7 @@ def _run_job(spec, record_path: Path, threads, log, checkpoint_path: Path | None
         return _run_estimator(
             run.spec, record_path, run.model, run.data.dataset, run.data.objective,
             (run.data.train_idx, run.data.val_idx, run.data.test_idx), run.data.test_sets,
-            run.seed, threads, log, stop,
+            run.seed, threads, log, stop, run.data.val_split,
         )  # fmt: skip
     training = _DeepTraining(run, log, stop, checkpoint_path)
     training.resume()
@@ -172,6 +173,7 @@ class _FoldData:
     val_idx: np.ndarray
     test_idx: np.ndarray
     test_sets: dict  # separate test sets (fixed_test_sets): key -> rows
+    val_split: str  # how the validation rows were drawn (splits.validation_method)
 
     def score(self, model, rows, batch_size, device, stage: str) -> tuple[float, float]:
         return evaluate(
@@ -223,8 +225,11 @@ def _set_up(spec: dict, threads: int) -> _RunSetup:
         settings.get("val_split_fallback", "per_class"),
     )  # fmt: skip
     check_split(dataset, fold, train_idx, val_idx, settings["val_fraction"])
+    method = validation_method(
+        dataset, fold, settings["val_fraction"], settings.get("val_split_fallback", "per_class")
+    )
     data = _FoldData(
-        dataset, objective, mask, train_idx, val_idx, test_idx, dataset.test_sets(fold)
+        dataset, objective, mask, train_idx, val_idx, test_idx, dataset.test_sets(fold), method
     )
     batch_size = batch_size_for(settings, len(train_idx))
     model = build_model(
@@ -279,8 +284,20 @@ class _DeepTraining:
             f"val={len(self.data.val_idx)} test={len(self.data.test_idx)} "
             f"batch={run.batch_size} params={self.n_params} MMac={self.mmac:.3f} "
             f"max_epochs={self.max_epochs} patience={self.patience} "
-            f"val_interval={self.val_interval}"
+            f"val_interval={self.val_interval} val_split={self.data.val_split}"
         )
+        data = self.data
+        if data.val_split in ("shuffle", "per_class"):
+            n_rows, val_classes = (
+                len(data.train_idx) + len(data.val_idx),
+                set(data.dataset.y[data.val_idx]),
+            )
+            log(
+                f"warning: [{self.name}] no stratified validation split of "
+                f"{settings['val_fraction']:g} of the {n_rows} training rows exists; "
+                f"val_split_fallback {data.val_split!r} drew {len(data.val_idx)} rows "
+                f"({len(val_classes)} of {meta.get('n_classes')} classes). The record says so."
+            )
 
     # ------------------------------------------------------------------------- resume
     def resume(self) -> None:
@@ -520,6 +537,7 @@ class _DeepTraining:
                 "n_train": len(data.train_idx),
                 "n_val": len(data.val_idx),
                 "n_test": len(data.test_idx),
+                "val_split": data.val_split,
                 "train_seconds": self.train_seconds,
                 "test_seconds": self.test_seconds,
                 "params": self.n_params,
@@ -596,7 +614,18 @@ def _write_run(spec, record_path: Path, curve: list[dict], objective, results: d
 
 
 def _run_estimator(
-    spec, record_path, model, dataset, objective, splits, test_sets, seed, threads, log, stop
+    spec,
+    record_path,
+    model,
+    dataset,
+    objective,
+    splits,
+    test_sets,
+    seed,
+    threads,
+    log,
+    stop,
+    val_split,
 ) -> dict:
     """Fit a non-deep model (models/estimators.py) once and score it: no epochs, no early
     stopping. It fits on all non-test rows (``fit_on_validation``, the default) or on the
@@ -659,6 +688,7 @@ def _run_estimator(
             "n_train": len(fit_rows),
             "n_val": 0 if model.fit_on_validation else len(val_idx),
             "n_test": len(test_idx),
+            "val_split": "none" if model.fit_on_validation else val_split,
             "train_seconds": train_seconds,
             "test_seconds": test_seconds,
             "params": None,  # not applicable: see ssmbench.report.figures.COMPLEXITY_PROXY

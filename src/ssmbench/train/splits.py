@@ -29,6 +29,20 @@ def validation_seed(settings: dict, run_seed: int) -> int:
     return int(run_seed) if chosen == "run" else int(chosen)
 
 
+def validation_method(dataset, fold: int, val_fraction: float, fallback: str) -> str:
+    """How `split_indices` draws the fold's validation rows: ``given`` (the dataset's own),
+    ``random`` (regression), ``stratified``, or the fallback's name (``shuffle``,
+    ``per_class``) where no stratified split of that size exists."""
+    from ssmbench.data.store import stratified_split_exists
+
+    if dataset.given_validation_indices(fold) is not None:
+        return "given"
+    if dataset.meta.get("task", "classification") != "classification":
+        return "random"
+    pool = np.asarray(dataset.train_indices(fold), dtype=np.int64)
+    return "stratified" if stratified_split_exists(dataset.y[pool], val_fraction) else fallback
+
+
 def split_indices(dataset, fold: int, val_fraction: float, seed: int, fallback: str = "per_class"):
     """(train, val, test) row indices of a fold. Validation comes from the training part:
     the dataset's own validation rows when it has them (Physiome-ODE's 70/20/10), else a
