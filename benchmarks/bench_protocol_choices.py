@@ -259,7 +259,17 @@ def _tables(variants, plan, records, published, seeds, models) -> str:
         epochs = np.mean([r["epochs_run"] for r in recs])
         early = sum(r["best_epoch"] <= 2 for r in recs)
         lines.append(f"| {name} | {change} | {train_s:.0f} | {epochs:.0f} | {early}/{len(recs)} |")
-    for (prev, _, _, _), (name, change, _, _) in zip(variants, variants[1:], strict=False):
+    steps = list(zip(variants, variants[1:], strict=False))
+    names = [v[0] for v in variants]
+    if "before" in names and "authors" in names and len(steps) > 1:
+        # every choice at once: the protocol before against the authors'
+        steps.append((variants[names.index("before")],
+                      ("authors", "all choices at once: the protocol before -> the authors'",
+                       None, None)))  # fmt: skip
+    order = [v[0] for v in VARIANTS]
+    for (prev, _, _, _), (name, change, _, _) in steps:
+        if order.index(name) - order.index(prev) > 1 and "at once" not in change:
+            change = f"every choice from {prev} to {name}"
         lines += ["", f"## {change}", "", f"{prev} -> {name}, test error, mean ± std over "
                   f"{seeds} seeds; paper: the MS4N paper's Table 5", ""]  # fmt: skip
         for model in models:
