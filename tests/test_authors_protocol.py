@@ -210,3 +210,20 @@ def test_protocol_notes_mark_each_departure(basic_motions, tmp_path):
     assert departing(mixed) == {"val_split_fallback", "max_epochs", "early_stopping_patience"}
     assert "| early_stopping_patience | null, 50 | null |" in mixed
 
+
+def test_check_lists_the_fallback_sets_and_an_error_fallback_stops_before_any_job():
+    import copy
+
+    from ssmbench.config import ConfigError, check_suite_sources, validation_fallbacks
+
+    found = validation_fallbacks(PARAMS, "uea-paper")
+    assert [d for _, d, _, _ in found] == [
+        "AtrialFibrillation", "Cricket", "ERing", "Handwriting", "StandWalkJump"
+    ]  # fmt: skip
+    assert found[3][2:] == ("shuffle", "0.1 of its 150 training rows is 15, for 26 classes")
+    params = copy.deepcopy(PARAMS)
+    params["protocol"]["val_split_fallback"] = "error"
+    params["suites"]["default"]["benchmarks"]["uea"] = ["BasicMotions", "ERing"]
+    with pytest.raises(ConfigError, match=r"uea/ERing: 0.1 of its 30 training rows is 3, for "
+                       r"6 classes, and val_split_fallback is error"):  # fmt: skip
+        check_suite_sources(params, "default")

@@ -80,7 +80,12 @@ def _inside(path: Path, params: dict, root_key: str) -> Path:
 
 
 def cmd_check(args) -> int:
-    from ssmbench.config import check_suite_sources, suite_datasets, suite_grid
+    from ssmbench.config import (
+        check_suite_sources,
+        suite_datasets,
+        suite_grid,
+        validation_fallbacks,
+    )
     from ssmbench.resources import check_train_resources
 
     params = _params(args)
@@ -94,6 +99,8 @@ def cmd_check(args) -> int:
         + (f" ({description})" if description else "")
         + f": {len(grid)} runs over {len(suite_datasets(params))} datasets"
     )
+    for bench, dataset, fallback, why in validation_fallbacks(params):
+        print(f"  {bench}/{dataset}: no stratified validation split ({why}): {fallback}")
     return 0
 
 

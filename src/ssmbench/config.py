@@ -509,6 +509,44 @@ def check_suite_sources(params: dict, suite: str | None = None) -> None:
     if problems:
         name = suite or params["suite"]
         raise ConfigError(f"suite {name!r} cannot get its data:\n  " + "\n  ".join(problems))
+    stopped = [
+        f"{bench}/{dataset}: {why}, and val_split_fallback is error"
+        for bench, dataset, fallback, why in validation_fallbacks(params, suite)
+        if fallback == "error"
+    ]
+    if stopped:
+        name = suite or params["suite"]
+        raise ConfigError(
+            f"suite {name!r}: no stratified validation split exists for\n  "
+            + "\n  ".join(stopped)
+            + "\nSet protocol.val_split_fallback to shuffle or per_class, or leave them out."
+        )
+
+
+def validation_fallbacks(params: dict, suite: str | None = None) -> list[tuple[str, str, str, str]]:
+    """(benchmark, dataset, fallback, why) of the suite's UEA datasets whose official
+    training split is too small for a stratified validation split of ``val_fraction``
+    (from the catalog's row and class counts, before any download): their runs take
+    ``val_split_fallback``. ``ssmbench check`` lists them; a fallback of ``error`` stops the
+    workflow before any job runs."""
+    import math
+
+    from ssmbench.data.catalog import UEA_DATASETS
+
+    found = []
+    for bench, dataset in suite_datasets(params, suite):
+        settings = benchmark_settings(params, bench, suite, dataset)
+        info = UEA_DATASETS.get(dataset) if settings["source"] == "uea" else None
+        n, k = (info or {}).get("n_train"), (info or {}).get("classes")
+        if not (n and k):
+            continue
+        n_val = math.ceil(float(settings["val_fraction"]) * n)
+        if n_val < k or n - n_val < k:
+            why = (
+                f"{settings['val_fraction']:g} of its {n} training rows is {n_val}, for {k} classes"
+            )
+            found.append((bench, dataset, settings.get("val_split_fallback"), why))
+    return found
 
 
 def suite_grid(params: dict, suite: str | None = None) -> list[Job]:
