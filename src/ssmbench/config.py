@@ -532,6 +532,7 @@ def validation_fallbacks(params: dict, suite: str | None = None) -> list[tuple[s
     import math
 
     from ssmbench.data.catalog import UEA_DATASETS
+    from ssmbench.data.store import stratified_split_fits
 
     found = []
     for bench, dataset in suite_datasets(params, suite):
@@ -540,8 +541,8 @@ def validation_fallbacks(params: dict, suite: str | None = None) -> list[tuple[s
         n, k = (info or {}).get("n_train"), (info or {}).get("classes")
         if not (n and k):
             continue
-        n_val = math.ceil(float(settings["val_fraction"]) * n)
-        if n_val < k or n - n_val < k:
+        if not stratified_split_fits(n, k, settings["val_fraction"]):
+            n_val = math.ceil(float(settings["val_fraction"]) * n)
             why = (
                 f"{settings['val_fraction']:g} of its {n} training rows is {n_val}, for {k} classes"
             )

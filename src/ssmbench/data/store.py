@@ -296,13 +296,19 @@ def _row_chunks(path: Path, chunk_bytes: int, like: str | None = None):
             yield start, np.frombuffer(view, dtype=dtype).reshape((n_rows, *shape[1:]))
 
 
+def stratified_split_fits(n_rows: int, n_classes: int, fraction: float) -> bool:
+    """Whether both parts of a ``fraction`` split of `n_rows` (sklearn's rounding) can hold
+    one row of each of `n_classes` classes; what the catalog's counts can tell."""
+    n_val = math.ceil(float(fraction) * n_rows)
+    return n_val >= n_classes and n_rows - n_val >= n_classes
+
+
 def stratified_split_exists(y_train_labels, fraction: float) -> bool:
     """Whether ``StratifiedShuffleSplit(test_size=fraction)`` can split these labels: every
     class has 2 samples or more and both parts can hold one of each class."""
     y = np.asarray(y_train_labels)
     _, counts = np.unique(y, return_counts=True)
-    n, n_val = y.size, math.ceil(float(fraction) * y.size)
-    return bool(counts.min() >= 2 and n_val >= counts.size and n - n_val >= counts.size)
+    return bool(counts.min() >= 2 and stratified_split_fits(y.size, counts.size, fraction))
 
 
 #: What `stratified_validation_split` does when a stratified split of the asked size

@@ -38,18 +38,25 @@ def _loaded(value):
     return json.loads(value) if isinstance(value, str) else value
 
 
-def _values(records: pd.DataFrame, setting: str) -> list:
+def _parsed(records: pd.DataFrame) -> list[tuple[dict, dict]]:
+    """Each record's (protocol, model_params), parsed once."""
+    return [
+        (_loaded(p) or {}, _loaded(m) or {})
+        for p, m in zip(records["protocol"], records["model_params"], strict=True)
+    ]
+
+
+def _values(parsed: list[tuple[dict, dict]], setting: str) -> list:
     """The distinct values of `setting` in the records: a protocol key, or a model's
     dropout for the families the authors' dropout applies to."""
     seen: list = []
-    for _, row in records.iterrows():
+    for protocol, model in parsed:
         if setting == "dropout":
-            model = _loaded(row["model_params"]) or {}
             if model.get("family") not in DROPOUT_FAMILIES or "dropout" not in model:
                 continue
             value = model["dropout"]
         else:
-            value = (_loaded(row["protocol"]) or {}).get(setting, "(not set)")
+            value = protocol.get(setting, "(not set)")
         if value not in seen:
             seen.append(value)
     return seen
@@ -72,19 +79,20 @@ def protocol_notes(records: pd.DataFrame) -> str:
     ]
     for bench in sorted(records["benchmark"].unique()):
         rows = records[records["benchmark"] == bench]
+        parsed = _parsed(rows)
         lines += ["", f"## {bench} ({len(rows)} runs)", ""]
         if bench not in MS4N_BENCHMARKS:
-            settings = sorted({k for p in rows["protocol"] for k in (_loaded(p) or {})})
+            settings = sorted({k for protocol, _ in parsed for k in protocol})
             lines += ["Not an MS4N benchmark: no reference protocol to compare with.", "",
                       "| setting | ours |", "|---|---|"]  # fmt: skip
-            lines += [f"| {k} | {', '.join(map(_show, _values(rows, k)))} |" for k in settings]
+            lines += [f"| {k} | {', '.join(map(_show, _values(parsed, k)))} |" for k in settings]
             continue
         ref = authors[authors["benchmark"].isin(["*", bench])]
         lines += ["| setting | ours | authors' code | | source | what the code does |",
                   "|---|---|---|---|---|---|"]  # fmt: skip
         departures = 0
         for _, r in ref.iterrows():
-            ours = _values(rows, r["setting"])
+            ours = _values(parsed, r["setting"])
             if not ours:
                 continue
             same = r["has_value"] and ours == [r["authors"]]
