@@ -46,14 +46,17 @@ MODELS = {
         "n_layers": 2,
         "layer_norm": False,
         "dropout": 0.0,
+        "block_input_proj": True,  # Table 2's counts (tests/test_table2_counts.py)
+        "learnable_b": False,
     },
     "MS4-H128": {
         "family": "ms4",
         "d_model": 128,
-        "d_state": 64,
+        "d_state": 128,
         "n_layers": 1,
         "layer_norm": False,
         "dropout": 0.0,
+        "learnable_b": False,
     },
     "S4D": {"family": "s4d", "d_state": 64, "dropout": 0.0},
 }
@@ -172,8 +175,14 @@ def test_parameter_count_breakdown():
 def test_variants_build():
     m2 = build_model("MS4-2Layer", 3, 4, 100, MODELS["MS4-2Layer"])
     assert isinstance(m2, MS4Classifier) and len(m2.ssm_layers) == 2 and len(m2.norms) == 0
+    assert len(m2.block_projs) == 1 and m2.block_projs[0].in_features == 64
     h128 = build_model("MS4-H128", 3, 4, 100, MODELS["MS4-H128"])
     assert h128.ssm_layers[0].kernel.d_model == 128
+    assert h128.ssm_layers[0].kernel.d_state == 128
+    for model in (m2, h128):  # the plain S4D kernel: B is a constant, not a parameter
+        for layer in model.ssm_layers:
+            assert "B" not in dict(layer.kernel.named_parameters())
+            assert torch.all(layer.kernel.B == 1)
     s4d = build_model("S4D", 3, 4, 100, MODELS["S4D"])
     assert isinstance(s4d, S4DClassifier)
     # S4D on C channels: kernel (5 per mode-row: log_A_real, A_imag, B, 2x C) + log_dt + D,
