@@ -13,17 +13,17 @@ from ssmbench.report import (
     RecordError,
     build_report,
     collect_records,
-    figure7,
     figure8,
     load_curves,
     load_published_errors,
     load_published_summary,
     summarise,
-    uea_table,
     write_table,
 )
 from ssmbench.report.aggregate import NOT_IN_METRICS
 from ssmbench.report.outputs import report_outputs
+from ssmbench.report.paper_tables import per_dataset_table
+from ssmbench.report.results import ours_per_dataset, paper_per_dataset
 
 # Hand-checked example: test_error per fold.
 #   BasicMotions   MS4N [0.1, 0.3] -> 0.2 ± 0.1     MS4 [0.2, 0.2] -> 0.2 ± 0.0   ranks 1.5 / 1.5
@@ -163,10 +163,11 @@ def test_published_reference_ships():
     assert {"table1", "table2"} <= set(load_published_summary()["source"])
 
 
-def test_uea_table_ours_beside_paper(runs_dir, tmp_path):
+def test_table5_ours_beside_paper(runs_dir, tmp_path):
     df = collect_records(runs_dir)
     s4d = df[df.model == "MS4"].assign(model="S4D", family="s4d")
-    table = uea_table(pd.concat([df, s4d], ignore_index=True), load_published_errors())
+    ours = ours_per_dataset(pd.concat([df, s4d], ignore_index=True))
+    table = per_dataset_table(ours, paper_per_dataset(), "uea")
     assert list(table.columns) == [
         "Dataset",
         "MS4N (ours)",
@@ -187,8 +188,11 @@ def test_uea_table_ours_beside_paper(runs_dir, tmp_path):
     assert t.loc["Average", "MS4 (ours)"] == "0.350 ± 0.050 (n=2)"
     # The paper's MS4 average covers the same 2 datasets as ours, not Libras.
     assert t.loc["Average", "MS4 (paper)"] == "0.014 ± 0.008 (n=2)"
+    # ranks among our three models on the datasets all have (BasicMotions, JapaneseVowels)
+    assert t.loc["Average rank", "MS4N (ours)"] == "1.50 (n=2)"
+    assert t.loc["Average rank", "S4D (paper)"] == "–"
 
-    paths = write_table(table, tmp_path / "tables" / "uea_table")
+    paths = write_table(table, tmp_path / "tables" / "table5")
     assert all(p.stat().st_size > 0 for p in paths.values())
     assert pd.read_csv(paths["csv"]).shape == table.shape
     md = paths["md"].read_text(encoding="utf-8")
@@ -216,15 +220,6 @@ def test_curves_and_figure8_thresholds(runs_dir, tmp_path):
     assert paths["pdf"].read_bytes()[:5] == b"%PDF-"
 
 
-def test_figure7_deterministic(runs_dir, tmp_path):
-    df = collect_records(runs_dir)
-    a = figure7(df, tmp_path / "a" / "figure7_uea", "uea")
-    b = figure7(df, tmp_path / "b" / "figure7_uea", "uea")
-    assert a["png"].read_bytes()[:4] == b"\x89PNG" and a["pdf"].stat().st_size > 1000
-    assert a["pdf"].read_bytes() == b["pdf"].read_bytes()
-    assert a["png"].read_bytes() == b["png"].read_bytes()
-
-
 def test_build_report_writes_everything(runs_dir, tmp_path):
     results, figures = tmp_path / "results", tmp_path / "figures"
     written = build_report(
@@ -238,10 +233,12 @@ def test_build_report_writes_everything(runs_dir, tmp_path):
         results / "metrics.csv",
         results / "summary.json",
         results / "curves.csv",
-        *(results / "tables" / f"uea_table.{e}" for e in ("csv", "md", "tex")),
-        *(figures / f"figure7_uea.{e}" for e in ("png", "pdf")),
-        *(figures / f"figure8_curves.{e}" for e in ("png", "pdf")),
-    ]
+        results / "scorecard.md",
+        *(results / "tables" / f"table5.{e}" for e in ("csv", "md", "tex")),
+        *(figures / e / f"{key}.{e}" for e in ("png", "pdf")
+          for key in ("figure1", "figure7", "figure10_uea", "cd_uea", "cd_uea_paper",
+                      "training_curves")),
+    ]  # fmt: skip
     for path in expected:
         assert path in written.values() and path.stat().st_size > 0, path
     # exactly the files named in ssmbench.report.outputs, under their names
@@ -249,6 +246,12 @@ def test_build_report_writes_everything(runs_dir, tmp_path):
     assert len(pd.read_csv(results / "metrics.csv")) == 10
     summary = json.loads((results / "summary.json").read_text())
     assert summary["uea"]["MS4"]["mean_rank"] == 1.75
+    # the scorecard's counts, a DVC metric: MS4N's 3 cells and MS4's 2 have a paper figure
+    card = summary["scorecard"]["uea"]
+    assert card["MS4N"]["compared"] == 3 and card["MS4"]["compared"] == 2
+    assert card["all"]["compared"] == 5
+    # BasicMotions MS4N: ours 0.2, paper 0.0 ± 0.0 -> |diff| 0.2 > 0.03: disagrees
+    assert card["MS4N"]["agree"] <= 2
     curves = pd.read_csv(results / "curves.csv")
     assert {"model", "dataset", "fold", "epoch"} <= set(curves.columns)
 
@@ -257,25 +260,6 @@ def test_build_report_without_records(tmp_path):
     (tmp_path / "runs" / "uea").mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match="no finished run records"):
         build_report(tmp_path / "runs", tmp_path / "results", tmp_path / "figures", {})
-
-
-def test_figure7_places_models_without_a_count_at_the_papers_proxies(runs_dir, tmp_path):
-    from ssmbench.report.figures import rank_vs_complexity
-
-    for fold, err in enumerate([0.3, 0.1]):  # QUANT on BasicMotions: params/MMac null
-        record = _record("BasicMotions", "MS4", fold, err)
-        record.update(model="Quant", family="quant", params=None, mmac=None)
-        folder = runs_dir / "uea" / "BasicMotions" / "Quant"
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"fold{fold}.json").write_text(json.dumps(record))
-        _curve("MS4", 1).to_csv(folder / f"fold{fold}.curve.csv", index=False)
-    from ssmbench.report.aggregate import summary_frame
-
-    summary = summary_frame(collect_records(runs_dir))
-    points = rank_vs_complexity(summary[summary["benchmark"] == "uea"]).set_index("model")
-    assert points.loc["Quant", "mmac"] == 1e-6 and points.loc["Quant", "params"] == 20_000
-    assert points.loc["MS4N", "mmac"] == pytest.approx(11.24)
-    assert figure7(collect_records(runs_dir), tmp_path / "f7", "uea")["png"].stat().st_size > 1000
 
 
 def _rerun(runs_dir: Path, hours: int) -> None:
@@ -323,7 +307,11 @@ def test_a_rerun_with_the_same_results_leaves_the_git_tracked_files_byte_identic
     _rerun(runs_dir, hours=5)
     second = build_report(runs_dir, tmp_path / "b", tmp_path / "fb", params)
     assert collect_records(runs_dir)["hostname"].eq("node5").all()  # the rerun is read
-    for name in ("metrics_csv", "summary_json", "curves_csv", "uea_table_md", "uea_table_csv"):
+    for name in ("metrics_csv", "summary_json", "curves_csv", "table5_md", "table5_csv",
+                 "scorecard_csv", "scorecard_md"):  # fmt: skip
+        assert first[name].read_bytes() == second[name].read_bytes(), name
+    # and the figures are deterministic: no date or software stamp in them
+    for name in ("figure7_png", "figure7_pdf", "cd_uea_pdf", "training_curves_pdf"):
         assert first[name].read_bytes() == second[name].read_bytes(), name
     metrics = pd.read_csv(first["metrics_csv"])
     assert not set(NOT_IN_METRICS) & set(metrics.columns)
@@ -331,3 +319,41 @@ def test_a_rerun_with_the_same_results_leaves_the_git_tracked_files_byte_identic
         metrics.columns
     )
     assert "seconds" not in pd.read_csv(first["curves_csv"]).columns
+
+
+def test_a_partial_grid_renders_every_artefact_and_logs_its_gaps(tmp_path, caplog):
+    """One model, one MONSTER dataset in a one-dataset domain (FordChallenge: Other has 2,
+    this suite runs 1), records without family, params or best_epoch, a benchmark of the
+    suite with no record (UEA) and one the paper lacks (synthetic): every declared file is
+    written, the gaps are marked and logged, nothing crashes."""
+    runs = tmp_path / "runs"
+    for bench, dataset in (("monster", "FordChallenge"), ("synthetic", "FadingFlash")):
+        folder = runs / bench / dataset / "MS4N"
+        folder.mkdir(parents=True)
+        for fold, err in enumerate((0.1, 0.2)):
+            record = {"benchmark": bench, "dataset": dataset, "model": "MS4N", "fold": fold,
+                      "test_error": err}  # fmt: skip
+            (folder / f"fold{fold}.json").write_text(json.dumps(record))
+    results, figures = tmp_path / "results", tmp_path / "figures"
+    benchmarks = ["monster", "synthetic", "uea"]
+    with caplog.at_level("WARNING"):
+        written = build_report(runs, results, figures, {}, benchmarks=benchmarks)
+    assert written == {o.name: o.path for o in report_outputs(results, figures, benchmarks)}
+    for path in written.values():
+        assert path.stat().st_size > 0, path
+    table3 = pd.read_csv(results / "tables" / "table3.csv").set_index("Dataset")
+    assert table3.loc["FordChallenge", "MS4N (ours)"] == "0.150 ± 0.050"
+    assert table3.loc["FordChallenge", "MS4N (paper)"] == "0.100 ± 0.011"
+    table5 = pd.read_csv(results / "tables" / "table5.csv")  # the paper's, no run of ours
+    assert not [c for c in table5.columns if "(ours)" in c]
+    table4 = pd.read_csv(results / "tables" / "table4.csv").set_index(["Domain", "Figure"])
+    # Other has 2 datasets, we ran 1: the paper's error is recomputed on ours, with n
+    assert table4.loc[("Other", "Error"), "Datasets"] == 1
+    assert table4.loc[("Other", "Error"), "MS4N (paper)"] == "0.1000"
+    assert table4.loc[("Audio", "Error"), "MS4N (ours)"] == "–"
+    logged = caplog.text
+    assert "uea: no record of this benchmark yet" in logged
+    assert "no record has best_epoch" in logged
+    assert "figure8" in logged and "Pedestrian" in logged
+    card = json.loads((results / "summary.json").read_text())["scorecard"]
+    assert card["monster"]["MS4N"] == {"agree": 0, "compared": 1}

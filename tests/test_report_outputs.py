@@ -10,7 +10,13 @@ import yaml
 from conftest import REPO
 
 from ssmbench.cli import main
-from ssmbench.report.outputs import KINDS, output_paths, report_outputs
+from ssmbench.report.outputs import (
+    KINDS,
+    figure_captions,
+    output_paths,
+    published_outputs,
+    report_outputs,
+)
 
 PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())
 
@@ -25,20 +31,43 @@ def _declared(entries) -> list[Path]:
 def test_every_output_has_a_name_a_kind_and_a_path():
     outputs = report_outputs("results", "figures", ["uea", "monster", "uea"])
     names = [o.name for o in outputs]
-    assert len(names) == len(set(names)) == 4 + 2 * (3 + 2) + 2
+    # 4 fixed files, the scorecard (2), tables 1-5 (3 formats each), figures 1, 3-9,
+    # 10 per benchmark, CD ours and paper's per benchmark, the training curves (2 each)
+    assert len(names) == len(set(names)) == 4 + 2 + 5 * 3 + (1 + 7 + 2 + 4 + 1) * 2
     assert {o.kind for o in outputs} == set(KINDS)
     by_name = {o.name: o.path for o in outputs}
     assert by_name["metrics_csv"] == Path("results/metrics.csv")
     assert by_name["protocol_notes_md"] == Path("results/protocol_notes.md")
-    assert by_name["monster_table_tex"] == Path("results/tables/monster_table.tex")
-    assert by_name["figure7_uea_pdf"] == Path("figures/figure7_uea.pdf")
-    assert by_name["figure8_png"] == Path("figures/figure8_curves.png")
-    assert output_paths("r", "f", ["uea"], "figure8") == [
-        "f/figure8_curves.png",
-        "f/figure8_curves.pdf",
-    ]
+    assert by_name["scorecard_md"] == Path("results/scorecard.md")
+    assert by_name["table3_tex"] == Path("results/tables/table3.tex")
+    assert by_name["figure7_pdf"] == Path("figures/pdf/figure7.pdf")
+    assert by_name["figure4_png"] == Path("figures/png/figure4.png")
+    assert by_name["cd_monster_paper_png"] == Path("figures/png/cd_monster_paper.png")
+    # only the UEA side for a UEA suite; a benchmark the paper lacks gets its own pair
+    uea = {o.name for o in report_outputs("r", "f", ["uea", "synthetic"])}
+    assert "table5_md" in uea and "figure1_png" in uea and "table3_md" not in uea
+    assert {"synthetic_table_md", "overview_synthetic_png"} <= uea
+    assert output_paths("r", "f", ["uea"], "scorecard") == ["r/scorecard.csv", "r/scorecard.md"]
     with pytest.raises(ValueError, match="unknown report output kind 'plot'"):
         output_paths("r", "f", ["uea"], "plot")
+
+
+def test_every_figure_has_its_caption_file():
+    captions = figure_captions("results", "figures", PARAMS["benchmarks"])
+    assert {"figure1", "figure3", "figure4", "figure10_uea", "cd_uea_paper"} <= set(captions)
+    for key, (files, caption) in captions.items():
+        assert len(files) == 2, key
+        text = (REPO / "workflow" / "report" / f"{caption}.rst").read_text()
+        assert len(text.split()) > 30, f"{caption}.rst: a caption says what the figure shows"
+
+
+def test_published_outputs_are_the_papers_artefacts_in_their_own_folder():
+    outputs = published_outputs("results")
+    names = {o.name for o in outputs}
+    assert {"table1_md", "table5_md", "figure1_png", "figure6_pdf", "cd_uea_png"} <= names
+    assert {"paper_consistency_md", "paper_consistency_csv"} <= names
+    assert not {"scorecard_md", "cd_uea_paper_png", "training_curves_png"} & names
+    assert all(Path("results/published") in o.path.parents for o in outputs)
 
 
 def test_dvc_report_stage_outs_are_exactly_the_report_outputs():
@@ -72,7 +101,7 @@ def test_show_tables_prints_the_markdown_tables(tmp_path, capsys):
     config = tmp_path / "params.yaml"
     config.write_text(yaml.safe_dump(params, sort_keys=False))
     assert main(["--params", str(config), "report", "--show-tables"]) == 2
-    assert "_table.md: not written yet" in capsys.readouterr().err
+    assert "table5.md: not written yet" in capsys.readouterr().err
     suite = params["suites"][params["suite"]]
     tables = [
         o.path

@@ -68,11 +68,11 @@ def test_snakemake_tiny_suite_end_to_end(tmp_path):
     assert len(metrics) == 4
     summary = json.loads((project / "results" / "summary.json").read_text())
     assert set(summary["uea"]) == {"MS4N", "MS4"}
-    table = (project / "results" / "tables" / "uea_table.md").read_text()
+    table = (project / "results" / "tables" / "table5.md").read_text()
     assert "BasicMotions" in table and "JapaneseVowels" in table
-    for stem in ("figure7_uea", "figure8_curves"):
-        for ext in (".png", ".pdf"):
-            assert (project / "figures" / f"{stem}{ext}").stat().st_size > 1000
+    for stem in ("figure7", "training_curves"):
+        for ext in ("png", "pdf"):
+            assert (project / "figures" / ext / f"{stem}.{ext}").stat().st_size > 1000
     assert (project / "logs" / "train" / "uea" / "BasicMotions" / "MS4N" / "fold0.log").is_file()
 
     # Everything present: a rerun schedules nothing.
@@ -145,7 +145,7 @@ def test_dvc_repro_reruns_only_report_after_plot_code_change(tmp_path):
     assert "Running stage 'train'" not in second and "Running stage 'data'" not in second
     # The finished record survived and was not recomputed.
     assert json.loads(record.read_text())["created"] == created
-    assert (project / "figures" / "figure7_uea.png").is_file()
+    assert (project / "figures" / "png" / "figure7.png").is_file()
 
     # Training code: a comment changes nothing, a change of what it computes reruns.
     ms4 = project / "src" / "ssmbench" / "models" / "ms4.py"
@@ -189,44 +189,73 @@ def test_corrupt_ts_fails_its_dataset_only_and_leaves_no_record(tmp_path, shared
 
 
 def test_monster_format_dataset_through_the_workflow(tmp_path):
-    """A MONSTER-format folder (local_dir, no network): fetch -> prepare -> train on its own
-    folds -> report with a MONSTER table and figure."""
+    """Two MONSTER-format folders (local_dir, no network): fetch -> prepare -> train on their
+    own folds -> a report with every MONSTER-side artefact of the paper (Tables 1-4,
+    Figures 1A, 3-6, 8-10, the CD diagrams), ours beside the paper's."""
     import numpy as np
 
+    from ssmbench.report.outputs import report_outputs
+
     rng = np.random.default_rng(0)
-    n, name = 60, "Pedestrian"  # a catalogued MONSTER name; the content is synthetic
-    copy = tmp_path / "monster" / name
-    copy.mkdir(parents=True)
-    y = np.repeat([3, 7, 9], n // 3)
-    X = rng.normal(size=(n, 2, 24)).astype(np.float32) + y[:, None, None] / 9
-    np.save(copy / f"{name}_X.npy", X)
-    np.save(copy / f"{name}_y.npy", y)
-    for k, rows in enumerate(np.array_split(rng.permutation(n), 5)):
-        (copy / f"test_indices_fold_{k}.txt").write_text("\n".join(map(str, sorted(rows))) + "\n")
+    n = 60
+    names = ("Pedestrian", "Traffic")  # catalogued MONSTER names; the content is synthetic
+    for name in names:
+        copy = tmp_path / "monster" / name
+        copy.mkdir(parents=True)
+        y = np.repeat([3, 7, 9], n // 3)
+        X = rng.normal(size=(n, 2, 24)).astype(np.float32) + y[:, None, None] / 9
+        np.save(copy / f"{name}_X.npy", X)
+        np.save(copy / f"{name}_y.npy", y)
+        for k, rows in enumerate(np.array_split(rng.permutation(n), 5)):
+            text = "\n".join(map(str, sorted(rows))) + "\n"
+            (copy / f"test_indices_fold_{k}.txt").write_text(text)
 
     def monster_suite(params):
         params["suite"] = "tiny"
         params["suites"]["tiny"] = {
-            "benchmarks": {"monster": [name]},
-            "models": ["MS4N"],
+            "benchmarks": {"monster": list(names)},
+            "models": ["MS4N", "MS4", "Quant"],
             "folds": [0, 3],
-            "overrides": {"max_epochs": 1, "local_dir": str(tmp_path / "monster"), "offline": True},
+            "overrides": {"max_epochs": 2, "local_dir": str(tmp_path / "monster"), "offline": True},
         }
+        params["models"]["Quant"]["n_estimators"] = 20
 
     project = make_project(tmp_path / "proj", monster_suite)
     run(["snakemake", "--cores", "2"], project, tool_env(project))
-    meta = json.loads((project / "data" / "prepared" / "monster" / name / "meta.json").read_text())
+    copy = tmp_path / "monster" / "Pedestrian"
+    meta = json.loads((project / "data/prepared/monster/Pedestrian/meta.json").read_text())
     assert meta["fold_scheme"] == "given_folds" and meta["n_folds"] == 5
     for fold in (0, 3):
-        record = project / "results" / "runs" / "monster" / name / "MS4N" / f"fold{fold}.json"
+        record = project / "results/runs/monster/Pedestrian/MS4N" / f"fold{fold}.json"
         rec = json.loads(record.read_text())
         test_rows = (copy / f"test_indices_fold_{fold}.txt").read_text().split()
         assert rec["n_test"] == len(test_rows) and rec["n_train"] + rec["n_val"] == n - len(
             test_rows
         )
-        assert rec["batch_size"] == 256 and rec["max_epochs"] == 1
-    assert name in (project / "results" / "tables" / "monster_table.md").read_text()
-    assert (project / "figures" / "figure7_monster.png").stat().st_size > 1000
+        assert rec["batch_size"] == 256 and rec["max_epochs"] == 2
+    outputs = report_outputs(project / "results", project / "figures", ["monster"])
+    keys = {o.path.stem for o in outputs}
+    assert {"table1", "table2", "table3", "table4", "figure1", "figure3", "figure4", "figure5",
+            "figure6", "figure8", "figure9", "figure10_monster", "cd_monster"} <= keys  # fmt: skip
+    for output in outputs:
+        assert output.path.stat().st_size > 0, output.path
+    table3 = (project / "results" / "tables" / "table3.md").read_text()
+    # ours beside the paper's Table 3 cell: Pedestrian MS4N 0.214 ± 0.002 in the paper
+    assert "Pedestrian" in table3 and "MS4N (paper)" in table3 and "0.214 ± 0.002" in table3
+    table4 = pd.read_csv(project / "results" / "tables" / "table4.csv").set_index(
+        ["Domain", "Figure"]
+    )
+    # the Counts domain is whole (2 of 2 datasets): the paper's Table 4 figure itself
+    assert table4.loc[("Counts", "Error"), "MS4N (paper)"] == "0.2803"
+    assert table4.loc[("Audio", "Error"), "MS4N (ours)"] == "–"  # no Audio run
+    # parameters: the model built for every dataset of the domain, as Table 4 counts them
+    assert table4.loc[("Counts", "Params"), "MS4N (ours)"] == "25,996"
+    assert table4.loc[("Audio", "Params"), "MS4N (ours)"] == "23,559"
+    assert table4.loc[("Audio", "Params"), "Quant (ours)"] == "–"  # not applicable
+    summary = json.loads((project / "results" / "summary.json").read_text())
+    assert summary["scorecard"]["monster"]["all"]["compared"] == 6  # 2 datasets x 3 models
+    log = (project / "logs" / "report.log").read_text()
+    assert "figure10_monster" in log and "Mamba2" in log  # what it skipped, and why
 
 
 def test_tides_datasets_through_the_workflow(tmp_path):

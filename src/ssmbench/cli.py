@@ -5,7 +5,7 @@
     ssmbench fetch   --benchmark B --dataset D [--force]
     ssmbench prepare --benchmark B --dataset D
     ssmbench train   --benchmark B --dataset D --model M --fold K
-    ssmbench report  [--list-outputs | --show-tables]
+    ssmbench report  [--list-outputs | --show-tables | --published]
     ssmbench complexity --channels C --classes K --length L | --table4 [--csv F]
     ssmbench datasets [--benchmark B] [--domain D] [--format table|csv]
     ssmbench status  [--suite S] [--state STATE ...] [--format table|csv|json]
@@ -222,11 +222,16 @@ def _record_path(args, params, job) -> Path:
 
 def cmd_report(args) -> int:
     from ssmbench.config import suite_grid
-    from ssmbench.report.build import build_report
+    from ssmbench.report.build import build_published, build_report
     from ssmbench.report.outputs import report_outputs
 
     params = _params(args)
     paths = params["paths"]
+    _log_to_stderr()
+    if args.published:
+        for name, path in build_published(paths["results"], params["report"]).items():
+            print(f"{name}: {path}")
+        return 0
     suite = params["suites"][params["suite"]]
     grid = suite_grid(params)
     if args.list_outputs or args.show_tables:
@@ -246,10 +251,20 @@ def cmd_report(args) -> int:
         report_params=params["report"],
         benchmark_models={bench: suite["models"] for bench in suite["benchmarks"]},
         grid=[(j.benchmark, j.dataset, j.model, j.fold) for j in grid],
+        benchmarks=sorted({j.benchmark for j in grid}),
+        model_entries={m: params["models"][m] for m in suite["models"]},
     )
     for name, path in written.items():
         print(f"{name}: {path}")
     return 0
+
+
+def _log_to_stderr() -> None:
+    """The report's notices (what it skipped and why) on stderr, one line each: the
+    Snakemake rule keeps them in logs/report.log."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
 
 
 def cmd_complexity(args) -> int:
@@ -418,6 +433,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--show-tables",
         action="store_true",
         help="print the suite's Markdown tables as last written; write nothing",
+    )
+    which.add_argument(
+        "--published",
+        action="store_true",
+        help="render every table and figure of the MS4N paper from its published numbers "
+        "alone, into {results}/published (no run record is read)",
     )
     p.set_defaults(func=cmd_report)
     p = sub.add_parser(

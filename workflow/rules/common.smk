@@ -22,7 +22,7 @@ from ssmbench.config import (
     suite_grid,
     unknown_name,
 )
-from ssmbench.report.outputs import output_paths
+from ssmbench.report.outputs import figure_captions, output_paths
 from ssmbench.resources import TrainResources
 from ssmbench.staleness import settings_marker_path, sync_settings_marker
 from snakemake.logging import logger
@@ -58,6 +58,17 @@ def report_files(kind):
     ssmbench.report.outputs)."""
     benchmarks = sorted({job.benchmark for job in GRID})
     return output_paths(PATHS["results"], PATHS["figures"], benchmarks, kind)
+
+
+def report_figures():
+    """{figure: report(its PNG and PDF, caption)}: each figure of the report with its own
+    caption (workflow/report/<caption>.rst) in `snakemake --report`."""
+    benchmarks = sorted({job.benchmark for job in GRID})
+    return {
+        key: report(files, caption=f"../report/{caption}.rst", category="Figures")
+        for key, (files, caption) in figure_captions(PATHS["results"], PATHS["figures"],
+                                                     benchmarks).items()
+    }
 
 
 def known(wildcards, model=None):

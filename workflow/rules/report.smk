@@ -1,6 +1,7 @@
-# aggregate -> tables -> figures, from the suite's run records: one table and one
-# Figure-7 panel set per benchmark of the suite, one Figure 8. The file names come from
-# ssmbench.report.outputs, the one place they are spelt (common.smk: report_files).
+# records -> the report: metrics, summary (with the scorecard's counts), protocol notes,
+# the MS4N paper's tables and figures for the suite's benchmarks, each figure with its
+# caption. The file names come from ssmbench.report.outputs, the one place they are
+# spelt (common.smk: report_files, report_figures).
 
 
 rule report:
@@ -10,17 +11,10 @@ rule report:
         metrics=report_files("metrics"),
         summary=report_files("summary"),
         curves=report_files("curves"),
+        protocol_notes=report_files("protocol_notes"),
+        scorecard=report_files("scorecard"),
         tables=report_files("table"),
-        figure7=report(
-            report_files("figure7"),
-            caption="../report/figure7.rst",
-            category="Figures",
-        ),
-        figure8=report(
-            report_files("figure8"),
-            caption="../report/figure8.rst",
-            category="Figures",
-        ),
+        **report_figures(),
     log:
         f"{PATHS['logs']}/report.log",
     resources:

@@ -4,7 +4,7 @@ They are not trained by gradient descent, so they do not go through the deep pro
 epochs and early stopping; ``ssmbench.train.protocol`` fits each once on the fold's
 training rows and scores it on the fold's test rows, writing a record of the same shape
 (``params``/``mmac`` null: "not applicable"; the report's figures place them at the MS4N
-paper's proxies of 20K parameters and 1 FLOP, ``ssmbench.report.figures.COMPLEXITY_PROXY``).
+paper's proxies of 20K parameters and 1 FLOP, ``ssmbench.report.style.COMPLEXITY_PROXY``).
 
 Sources
 -------

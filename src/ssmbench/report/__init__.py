@@ -10,16 +10,15 @@ from .aggregate import (
     write_summary_json,
 )
 from .build import build_report
-from .figures import figure7, figure8, load_curves
+from .figures import figure8, load_curves
 from .outputs import report_outputs
 from .reference import load_published_errors, load_published_summary
-from .tables import uea_table, write_table
+from .tables import write_table
 
 __all__ = [
     "RecordError",
     "build_report",
     "collect_records",
-    "figure7",
     "figure8",
     "load_curves",
     "load_published_errors",
@@ -27,7 +26,6 @@ __all__ = [
     "report_outputs",
     "summarise",
     "summary_frame",
-    "uea_table",
     "write_metrics_csv",
     "write_summary_json",
     "write_table",

@@ -258,6 +258,24 @@ def dataset_table(df: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
+def dataset_ranks(per_ds: pd.DataFrame, models: Iterable[str]) -> pd.DataFrame:
+    """Per dataset (index) and model (columns): the rank of the model's error (1 =
+    lowest, ties averaged) on the datasets where every one of ``models`` has an error;
+    ``per_ds`` is one benchmark's ``dataset_table``."""
+    wide = per_ds.pivot_table(index="dataset", columns="model", values="error", aggfunc="first")
+    wide = wide.reindex(columns=list(dict.fromkeys(models)))
+    return wide.dropna(how="any").rank(axis=1, method="average", ascending=True)
+
+
+def rank_datasets(per_ds: pd.DataFrame, models: Iterable[str]) -> tuple[dict, int]:
+    """({model: mean rank}, number of datasets ranked) over ``dataset_ranks``; no mean
+    rank for any model when no dataset has all of them."""
+    ranks = dataset_ranks(per_ds, models)
+    if ranks.empty:
+        return {}, 0
+    return {m: float(ranks[m].mean()) for m in ranks.columns}, int(len(ranks))
+
+
 def summary_frame(
     df: pd.DataFrame, benchmark_models: Mapping[str, Iterable[str]] | None = None
 ) -> pd.DataFrame:
@@ -283,23 +301,19 @@ def summary_frame(
             expected = list(benchmark_models[bench])
         else:
             expected = models
-        wide = bdf.pivot(index="dataset", columns="model", values="error")
-        wide = wide.reindex(columns=expected)
-        complete = wide.dropna(how="any")
-        ranks = complete.rank(axis=1, method="average", ascending=True)
+        ranks, n_ranked = rank_datasets(bdf, expected)
         for model in models:
             mdf = bdf[bdf["model"] == model]
-            rank = ranks[model].mean() if (model in ranks and len(ranks)) else np.nan
             rows.append(
                 {
                     "benchmark": bench,
                     "model": model,
                     "family": families.get((bench, model), np.nan),
                     "mean_error": mdf["error"].mean(),
-                    "mean_rank": rank,
+                    "mean_rank": ranks.get(model, np.nan),
                     "mean_std": mdf["std"].mean(),
                     "n_datasets": int(mdf["dataset"].nunique()),
-                    "n_ranked_datasets": int(len(complete)),
+                    "n_ranked_datasets": n_ranked,
                     "n_runs": int(mdf["n_runs"].sum()),
                     "params": mdf["params"].mean(),
                     "mmac": mdf["mmac"].mean(),

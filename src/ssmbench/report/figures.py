@@ -1,8 +1,7 @@
-"""Figures 7 and 8 of the MS4N paper, redrawn from our runs.
+"""Training curves: ``curves.csv`` and the curve figures (the MS4N paper's Figures 8
+and 9, MS4 vs MS4N on Pedestrian and Traffic, and the suite's training dynamics).
 
-Uses matplotlib's object API (``matplotlib.figure.Figure``, Agg canvas) and never pyplot,
-so it sets no global backend and leaks no figures. Output is deterministic: PNG carries
-no date, PDF is saved with ``CreationDate`` removed.
+Drawn with ``style`` (object API, deterministic files).
 """
 
 from __future__ import annotations
@@ -16,192 +15,19 @@ from pathlib import Path
 import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator
 
 from ssmbench.io import atomic_write
 from ssmbench.staleness import CURVE_FILE_KEY, curve_problem
 
-from .aggregate import RecordError, read_record, summary_frame
+from .aggregate import RecordError, read_record
+from .style import message_figure, save
 
 CURVE_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds")
 #: Left out of curves.csv: wall-clock time differs on every rerun (the run's own curve
 #: file keeps it).
 NOT_IN_CURVES_CSV = ("seconds",)
 _CURVE_NAME = re.compile(r"^fold(\d+)\.curve\.csv$")
-_DPI = 150
-_PLAIN = FuncFormatter(lambda v, _pos: f"{v:g}")
-#: Where the MS4N paper's Figure 7 plots models that have no parameters or MACs.
-COMPLEXITY_PROXY = {"params": 20_000, "mmac": 1e-6}
-
-
-def _save(fig: Figure, path_stem: str | os.PathLike) -> dict[str, Path]:
-    """Save ``fig`` as ``{stem}.png`` and ``{stem}.pdf``, atomically and reproducibly."""
-    FigureCanvasAgg(fig)
-    stem = Path(path_stem)
-    png = atomic_write(
-        stem.with_name(stem.name + ".png"),
-        lambda p: fig.savefig(p, format="png", dpi=_DPI, metadata={"Software": None}),
-    )
-    pdf = atomic_write(
-        stem.with_name(stem.name + ".pdf"),
-        lambda p: fig.savefig(
-            p, format="pdf", metadata={"CreationDate": None, "Producer": None, "Creator": None}
-        ),
-    )
-    return {"png": png, "pdf": pdf}
-
-
-def _colours(keys: Sequence[str]) -> dict[str, tuple]:
-    cmap = matplotlib.colormaps["tab10"]
-    return {k: cmap(i % 10) for i, k in enumerate(sorted(set(map(str, keys))))}
-
-
-# ---------------------------------------------------------------- Figure 7
-
-
-def rank_vs_complexity(summary: pd.DataFrame) -> pd.DataFrame:
-    """The points of Figure 7A: models with a mean rank and MMac > 0. Models without
-    parameters or MACs (QUANT, Hydra, ET: ``params`` and ``mmac`` both null in their
-    records, "not applicable") are placed at the MS4N paper's proxies of 20K parameters
-    and 1 FLOP (``COMPLEXITY_PROXY``)."""
-    s = summary.copy()
-    s["mmac"] = pd.to_numeric(s["mmac"], errors="coerce").astype(float)
-    s["params"] = pd.to_numeric(s["params"], errors="coerce").astype(float)
-    no_count = s["mmac"].isna() & s["params"].isna()
-    s.loc[no_count, "mmac"] = COMPLEXITY_PROXY["mmac"]
-    s.loc[no_count, "params"] = float(COMPLEXITY_PROXY["params"])
-    return s[s["mean_rank"].notna() & (s["mmac"] > 0)]
-
-
-def figure7(data: pd.DataFrame, path_stem: str | os.PathLike, benchmark: str) -> dict[str, Path]:
-    """Figure 7: (A) mean rank vs MMac (log x), bubble area ~ params, labelled by model;
-    (B) mean error per model; (C) mean std per model. Colour = model family.
-
-    ``data``: the records (``collect_records``) or a ``summary_frame``. Writes
-    ``{path_stem}.png`` and ``.pdf``; returns their paths.
-    """
-    if "test_error" in data.columns and "fold" in data.columns:
-        summary = summary_frame(data)
-    else:
-        summary = data
-    s = summary[summary["benchmark"] == benchmark].copy()
-    if s.empty:
-        raise ValueError(f"no results for benchmark {benchmark!r}")
-    if "family" not in s.columns:
-        s["family"] = s["model"]
-    s["family"] = s["family"].where(s["family"].notna(), "unknown").astype(str)
-    s = s.sort_values(["mean_error", "model"], kind="stable").reset_index(drop=True)
-    colours = _colours(s["family"])
-    fam_colour = [colours[f] for f in s["family"]]
-
-    fig = Figure(figsize=(13, 4.2), layout="constrained")
-    ax_a, ax_b, ax_c = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1.4, 1, 1]})
-
-    # A: rank vs MMac
-    a = rank_vs_complexity(s)
-    params = pd.to_numeric(a["params"], errors="coerce").fillna(0).to_numpy(float)
-    if len(a):
-        pmax = params.max() if params.max() > 0 else 1.0
-        sizes = 80 + 1400 * np.sqrt(params / pmax)
-        ax_a.scatter(
-            a["mmac"],
-            a["mean_rank"],
-            s=sizes,
-            c=[colours[f] for f in a["family"]],
-            alpha=0.55,
-            edgecolors="black",
-            linewidths=0.8,
-            zorder=3,
-        )
-        for row, p in zip(a.itertuples(index=False), params, strict=True):
-            ax_a.annotate(
-                f"{row.model}\n{p / 1e3:.1f}k params",
-                (row.mmac, row.mean_rank),
-                ha="center",
-                va="center",
-                fontsize=8,
-                zorder=4,
-            )
-        ax_a.set_xscale("log")
-        ax_a.xaxis.set_major_locator(LogLocator(base=10))
-        ax_a.xaxis.set_minor_locator(LogLocator(base=10, subs=(2.0, 5.0)))
-        ax_a.xaxis.set_major_formatter(_PLAIN)
-        ax_a.xaxis.set_minor_formatter(_PLAIN)
-        xmin, xmax = a["mmac"].min(), a["mmac"].max()
-        ax_a.set_xlim(xmin / 2.5, xmax * 2.5)
-        ymin, ymax = a["mean_rank"].min(), a["mean_rank"].max()
-        pad = max(0.35, 0.25 * (ymax - ymin))
-        ax_a.set_ylim(ymin - pad, ymax + pad)
-    else:
-        ax_a.text(
-            0.5,
-            0.5,
-            "no model with both a rank and MMac",
-            ha="center",
-            va="center",
-            transform=ax_a.transAxes,
-        )
-    dropped = sorted(set(s["model"]) - set(a["model"]))
-    n_ranked = int(s["n_ranked_datasets"].max()) if "n_ranked_datasets" in s else 0
-    title = f"A  mean rank vs complexity ({n_ranked} datasets ranked)"
-    ax_a.set_title(title, loc="left", fontsize=10)
-    if dropped:
-        ax_a.text(
-            0.01,
-            0.01,
-            "not shown (no rank or MMac): " + ", ".join(dropped),
-            transform=ax_a.transAxes,
-            fontsize=7,
-            va="bottom",
-        )
-    ax_a.set_xlabel("MMac per sample (log scale)")
-    ax_a.set_ylabel("mean rank (lower is better)")
-    ax_a.grid(True, which="both", alpha=0.3)
-
-    # B, C: bars
-    x = np.arange(len(s))
-    for ax, col, label, letter in (
-        (ax_b, "mean_error", "mean error", "B"),
-        (ax_c, "mean_std", "mean std over runs", "C"),
-    ):
-        vals = pd.to_numeric(s[col], errors="coerce").to_numpy(float)
-        bars = ax.bar(
-            x, np.nan_to_num(vals), color=fam_colour, edgecolor="black", linewidth=0.6, zorder=3
-        )
-        ax.bar_label(
-            bars,
-            labels=[f"{v:.3f}" if np.isfinite(v) else "n/a" for v in vals],
-            fontsize=8,
-            padding=2,
-        )
-        ax.set_xticks(x, s["model"], rotation=30, ha="right")
-        ax.set_ylabel(label)
-        ax.set_title(f"{letter}  {label} per model", loc="left", fontsize=10)
-        ax.grid(True, axis="y", alpha=0.3)
-        top = np.nanmax(vals) if np.isfinite(vals).any() else 0.0
-        ax.set_ylim(0, top * 1.18 if top > 0 else 1.0)
-
-    handles = [
-        Line2D(
-            [],
-            [],
-            marker="s",
-            linestyle="",
-            markersize=9,
-            markerfacecolor=c,
-            markeredgecolor="black",
-            label=f,
-        )
-        for f, c in colours.items()
-    ]
-    fig.legend(handles=handles, title="family", loc="outside right center", fontsize=8)
-    fig.suptitle(
-        f"{benchmark.upper()}: accuracy vs complexity (cf. MS4N paper, Fig. 7)", fontsize=11
-    )
-    return _save(fig, path_stem)
 
 
 # ---------------------------------------------------------------- curves / Figure 8
@@ -291,6 +117,8 @@ def figure8(
     models: Sequence[str] | None = ("MS4", "MS4N"),
     datasets: Sequence[str] | None = None,
     selected: Mapping[tuple[str, str], Sequence[int]] | None = None,
+    paper_epochs: Mapping[tuple[str, str], int] | None = None,
+    title: str | None = None,
 ) -> tuple[dict[str, Path], dict]:
     """Figure 8: training dynamics, 2×2 panels (train loss, val loss, train acc, val acc).
 
@@ -306,6 +134,10 @@ def figure8(
     records' ``best_epoch``)}; each mean curve gets a dot at their median, the legend says
     it: the same selection rule as the tables.
 
+    ``paper_epochs``: {(model, metric): epoch} the paper reports for a threshold crossing
+    (section 5.3: val loss on Pedestrian and Traffic), drawn as hollow stars on the
+    threshold line with the epoch printed; ``title``: the figure's title.
+
     ``models``: which models (those absent from ``curves`` are skipped; when none is
     present, all models are drawn); ``datasets``: which datasets (default: all).
     Returns ({"png": path, "pdf": path}, {model: {dataset: {metric: epoch or None}}}).
@@ -314,7 +146,7 @@ def figure8(
     if datasets is not None:
         c = c[c["dataset"].isin(list(datasets))]
     if c.empty:
-        raise ValueError("no training curves to plot")
+        return _no_curves(path_stem, datasets, paper_epochs, title), {}
     present = set(c["model"])
     model_list = [m for m in dict.fromkeys(models or ()) if m in present]
     if model_list:
@@ -352,8 +184,9 @@ def figure8(
                         label += f": never {word} {thr:g}"
                     else:
                         label += f": {word} {thr:g} at epoch {ep}"
-                        ax.axvline(ep, color=colour, linestyle=style[ds], linewidth=1, alpha=0.8)
                         yv = float(sel.loc[sel["epoch"] == ep, metric].iloc[0])
+                        ax.plot([ep], [yv], marker="*", markersize=13, color=colour,
+                                markeredgecolor="black", linestyle="", zorder=5)  # fmt: skip
                         ax.annotate(
                             f"ep {ep}",
                             (ep, yv),
@@ -380,6 +213,14 @@ def figure8(
                 )
         if thr is not None:
             ax.axhline(thr, color="grey", linestyle=":", linewidth=1)
+            for (model, pmetric), ep in (paper_epochs or {}).items():
+                if pmetric != metric:
+                    continue
+                colour = colours.get(model, "black")
+                ax.plot([ep], [thr], marker="*", markersize=14, markerfacecolor="none",
+                        markeredgecolor=colour, linestyle="", zorder=5,
+                        label=f"{model} (paper): {'<' if _BELOW[metric] else '>'} {thr:g} "
+                        f"at epoch {ep}")  # fmt: skip
         ax.set_title(title, loc="left", fontsize=10)
         ax.set_ylabel(title)
         ax.grid(True, alpha=0.3)
@@ -390,10 +231,21 @@ def figure8(
         f"{k} {'<' if _BELOW.get(k, True) else '>'} {v:g}" for k, v in thresholds.items()
     )
     fig.suptitle(
-        f"Training dynamics, mean over runs (cf. MS4N paper, Fig. 8); thresholds: {desc}",
+        (title or "Training dynamics (cf. MS4N paper, Fig. 8)")
+        + f"; mean over runs; ★ first crossing of {desc}",
         fontsize=11,
     )
-    return _save(fig, path_stem), crossings
+    return save(fig, path_stem), crossings
+
+
+def _no_curves(path_stem, datasets, paper_epochs, title) -> dict[str, Path]:
+    """The curve figure when the records hold no curve for it: says so, and lists the
+    paper's epochs."""
+    where = f" on {', '.join(datasets)}" if datasets else ""
+    lines = [f"no training curves{where} in these records"]
+    for (model, metric), epoch in sorted((paper_epochs or {}).items()):
+        lines.append(f"paper: {model} reaches its {metric} threshold at epoch {epoch}")
+    return message_figure(path_stem, title or "Training dynamics", lines)
 
 
 def write_curves_csv(curves: pd.DataFrame, path: str | os.PathLike) -> Path:

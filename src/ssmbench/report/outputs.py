@@ -1,8 +1,13 @@
 """Every file the report step writes, named in one place.
 
-``build_report`` writes exactly these paths, the Snakemake ``report`` rule declares them,
-``ssmbench report --list-outputs`` prints them (the Makefile's ``run`` target shows that
-list), and a test holds the DVC ``report`` stage's outs to them.
+``build_report`` writes exactly these paths, the Snakemake ``report`` rule declares them
+(each figure with its caption, ``workflow/report/<caption>.rst``), ``ssmbench report
+--list-outputs`` prints them, and a test holds the DVC ``report`` stage's outs to them.
+
+The artefacts are the MS4N paper's (``PAPER_ARTEFACTS``: Tables 1–5, Figures 1 and
+3–10, named after the paper) for the benchmarks it has, critical-difference diagrams, a
+per-dataset table and an overview figure for any other benchmark, and the files every
+report has (metrics, summary, curves, protocol notes, the scorecard, the training curves).
 """
 
 from __future__ import annotations
@@ -14,40 +19,125 @@ from pathlib import Path
 
 TABLE_FORMATS = ("csv", "md", "tex")
 FIGURE_FORMATS = ("png", "pdf")
-#: The folder of the per-benchmark tables, under the results folder.
+SCORECARD_FORMATS = ("csv", "md")
+#: The folder of the tables, under the results folder.
 TABLES_FOLDER = "tables"
+#: The folder of ``ssmbench report --published``, under the results folder.
+PUBLISHED_FOLDER = "published"
 #: The kinds of output, in the order they are listed.
-KINDS = ("metrics", "summary", "curves", "protocol_notes", "table", "figure7", "figure8")
+KINDS = ("metrics", "summary", "curves", "protocol_notes", "scorecard", "table", "figure")
+#: The paper's benchmarks (the ones with published figures).
+PAPER_BENCHMARKS = ("monster", "uea")
+
+
+@dataclass(frozen=True)
+class Artefact:
+    """One table or figure: ``key`` (its file stem), ``kind`` (``table`` or ``figure``),
+    ``needs`` (it is written when the suite has any of these benchmarks), ``caption``
+    (a figure's caption file under ``workflow/report``, without ``.rst``) and ``what``
+    (one line: what it shows)."""
+
+    key: str
+    kind: str
+    needs: tuple[str, ...]
+    what: str
+    caption: str | None = None
+
+
+#: The paper's artefacts, in the paper's order.
+PAPER_ARTEFACTS = (
+    Artefact("table1", "table", ("monster",), "Table 1: average std over folds, SSMs, MONSTER"),
+    Artefact("table2", "table", ("monster",), "Table 2: the MS4 ablation on MONSTER"),
+    Artefact("table3", "table", ("monster",), "Table 3: MONSTER per dataset, error ± std"),
+    Artefact("table4", "table", ("monster",), "Table 4: per MONSTER domain"),
+    Artefact("table5", "table", ("uea",), "Table 5: UEA per dataset, error ± std"),
+    Artefact("figure1", "figure", PAPER_BENCHMARKS, "Figure 1: error vs MMac", "figure1"),
+    Artefact("figure3", "figure", ("monster",), "Figure 3: MONSTER overview", "figure3"),
+    Artefact("figure4", "figure", ("monster",), "Figure 4: ranks, Audio/Other", "polar"),
+    Artefact("figure5", "figure", ("monster",), "Figure 5: ranks, EEG/HAR", "polar"),
+    Artefact("figure6", "figure", ("monster",), "Figure 6: ranks, Satellite/Counts", "polar"),
+    Artefact("figure7", "figure", ("uea",), "Figure 7: UEA overview", "figure7"),
+    Artefact("figure8", "figure", ("monster",), "Figure 8: MS4 vs MS4N on Pedestrian", "figure8"),
+    Artefact("figure9", "figure", ("monster",), "Figure 9: MS4 vs MS4N on Traffic", "figure8"),
+    Artefact("figure10_monster", "figure", ("monster",), "Figure 10: MS4N vs MS4, Mamba2",
+             "figure10"),
+    Artefact("figure10_uea", "figure", ("uea",), "Figure 10 on UEA", "figure10"),
+    Artefact("cd_monster", "figure", ("monster",), "critical differences, MONSTER", "cd"),
+    Artefact("cd_uea", "figure", ("uea",), "critical differences, UEA", "cd"),
+)  # fmt: skip
+#: The paper's critical-difference diagrams beside ours (``cd_{benchmark}_paper``).
+PAPER_CD = {"monster": "cd_monster_paper", "uea": "cd_uea_paper"}
+#: ``ssmbench report --published`` also writes how the paper's summaries follow from its
+#: per-dataset rows.
+CONSISTENCY_KEY = "paper_consistency"
+
+
+def other_benchmark_artefacts(benchmark: str) -> tuple[Artefact, ...]:
+    """A benchmark the paper does not have: its per-dataset table and overview figure."""
+    return (
+        Artefact(f"{benchmark}_table", "table", (benchmark,), f"{benchmark} per dataset"),
+        Artefact(f"overview_{benchmark}", "figure", (benchmark,), f"{benchmark} overview",
+                 "overview"),
+    )  # fmt: skip
+
+
+def artefacts(benchmarks: Iterable[str], published: bool = False) -> list[Artefact]:
+    """The tables and figures for a suite with these benchmarks (``published``: those of
+    ``ssmbench report --published``, the paper's alone)."""
+    benchmarks = set(PAPER_BENCHMARKS if published else benchmarks)
+    out = [a for a in PAPER_ARTEFACTS if benchmarks & set(a.needs)]
+    if published:
+        return out
+    for bench in PAPER_BENCHMARKS:
+        if bench in benchmarks:
+            out.append(Artefact(PAPER_CD[bench], "figure", (bench,),
+                                f"critical differences, {bench}, the paper's", "cd"))  # fmt: skip
+    for bench in sorted(benchmarks - set(PAPER_BENCHMARKS)):
+        out += other_benchmark_artefacts(bench)
+    what = "training curves of MS4 and MS4N (or of the models run)"
+    out.append(Artefact("training_curves", "figure", tuple(sorted(benchmarks)), what, "curves"))
+    return out
 
 
 @dataclass(frozen=True)
 class ReportOutput:
     """One file of the report: ``name`` (the key ``build_report`` returns it under),
-    ``kind`` (one of ``KINDS``) and ``path``."""
+    ``kind`` (one of ``KINDS``), ``path`` and, for a figure, its ``caption``."""
 
     name: str
     kind: str
     path: Path
+    caption: str | None = None
 
 
-def table_stem(results_dir: str | os.PathLike, benchmark: str) -> Path:
-    """``{results}/tables/{benchmark}_table``: ours beside the paper's, one extension each
-    of ``TABLE_FORMATS``."""
-    return Path(results_dir) / TABLES_FOLDER / f"{benchmark}_table"
-
-
-def figure7_stem(figures_dir: str | os.PathLike, benchmark: str) -> Path:
-    """``{figures}/figure7_{benchmark}``: rank, error and std vs complexity."""
-    return Path(figures_dir) / f"figure7_{benchmark}"
-
-
-def figure8_stem(figures_dir: str | os.PathLike) -> Path:
-    """``{figures}/figure8_curves``: the training dynamics."""
-    return Path(figures_dir) / "figure8_curves"
+def artefact_stem(artefact: Artefact, results_dir: Path, figures_dir: Path) -> Path:
+    """Where an artefact's files go, without extension."""
+    if artefact.kind == "table":
+        return Path(results_dir) / TABLES_FOLDER / artefact.key
+    return Path(figures_dir) / artefact.key
 
 
 def _with_suffix(stem: Path, ext: str) -> Path:
     return stem.with_name(f"{stem.name}.{ext}")
+
+
+def figure_files(stem: str | os.PathLike) -> dict[str, Path]:
+    """A figure's files, one folder per format: ``{folder}/png/{name}.png`` and
+    ``{folder}/pdf/{name}.pdf`` for ``stem`` = ``{folder}/{name}``, so that the PNG folder
+    holds images only (``dvc plots`` renders a folder of images, and fails on a PDF)."""
+    stem = Path(stem)
+    return {ext: stem.parent / ext / f"{stem.name}.{ext}" for ext in FIGURE_FORMATS}
+
+
+def _files(artefact: Artefact, stem: Path) -> list[ReportOutput]:
+    if artefact.kind == "table":
+        paths = {ext: _with_suffix(stem, ext) for ext in TABLE_FORMATS}
+    else:
+        paths = figure_files(stem)
+    return [
+        ReportOutput(f"{artefact.key}_{ext}", artefact.kind, path, artefact.caption)
+        for ext, path in paths.items()
+    ]
 
 
 def report_outputs(
@@ -56,13 +146,14 @@ def report_outputs(
     """Every file the report writes for a suite with these benchmarks:
 
     * ``metrics_csv``: ``{results}/metrics.csv``, one row per run record (results only);
-    * ``summary_json``: ``{results}/summary.json``, {benchmark: {model: {error, rank...}}};
+    * ``summary_json``: ``{results}/summary.json``, {benchmark: {model: {error, rank...}}}
+      and the scorecard's counts (a DVC metric);
     * ``curves_csv``: ``{results}/curves.csv``, all epoch curves in long format;
     * ``protocol_notes_md``: ``{results}/protocol_notes.md``, the runs' settings beside the
       authors' code;
-    * ``{bench}_table_{csv,md,tex}``: ``{results}/tables/{bench}_table.*``;
-    * ``figure7_{bench}_{png,pdf}``: ``{figures}/figure7_{bench}.*``;
-    * ``figure8_{png,pdf}``: ``{figures}/figure8_curves.*``.
+    * ``scorecard_{csv,md}``: ``{results}/scorecard.*``, ours vs the paper per cell;
+    * each of ``artefacts(benchmarks)``: tables ``{results}/tables/{key}.{csv,md,tex}``,
+      figures ``{figures}/png/{key}.png`` and ``{figures}/pdf/{key}.pdf``.
     """
     results_dir, figures_dir = Path(results_dir), Path(figures_dir)
     outputs = [
@@ -71,22 +162,32 @@ def report_outputs(
         ReportOutput("curves_csv", "curves", results_dir / "curves.csv"),
         ReportOutput("protocol_notes_md", "protocol_notes", results_dir / "protocol_notes.md"),
     ]
-    benchmarks = sorted(set(benchmarks))
-    for bench in benchmarks:
-        stem = table_stem(results_dir, bench)
-        outputs += [
-            ReportOutput(f"{bench}_table_{ext}", "table", _with_suffix(stem, ext))
-            for ext in TABLE_FORMATS
-        ]
-    for bench in benchmarks:
-        stem = figure7_stem(figures_dir, bench)
-        outputs += [
-            ReportOutput(f"figure7_{bench}_{ext}", "figure7", _with_suffix(stem, ext))
-            for ext in FIGURE_FORMATS
-        ]
-    stem = figure8_stem(figures_dir)
     outputs += [
-        ReportOutput(f"figure8_{ext}", "figure8", _with_suffix(stem, ext)) for ext in FIGURE_FORMATS
+        ReportOutput(f"scorecard_{ext}", "scorecard", results_dir / f"scorecard.{ext}")
+        for ext in SCORECARD_FORMATS
+    ]
+    for artefact in artefacts(benchmarks):
+        outputs += _files(artefact, artefact_stem(artefact, results_dir, figures_dir))
+    return outputs
+
+
+def published_dir(results_dir: str | os.PathLike) -> Path:
+    """``{results}/published``: where ``ssmbench report --published`` writes."""
+    return Path(results_dir) / PUBLISHED_FOLDER
+
+
+def published_outputs(results_dir: str | os.PathLike) -> list[ReportOutput]:
+    """Every file of ``ssmbench report --published``: the paper's artefacts drawn from the
+    published numbers alone, under ``published_dir`` (``tables/``, ``figures/``), and
+    ``tables/paper_consistency.{csv,md}`` (its summaries recomputed from its rows)."""
+    root = published_dir(results_dir)
+    outputs = []
+    for artefact in artefacts(PAPER_BENCHMARKS, published=True):
+        outputs += _files(artefact, artefact_stem(artefact, root, root / "figures"))
+    stem = root / TABLES_FOLDER / CONSISTENCY_KEY
+    outputs += [
+        ReportOutput(f"{CONSISTENCY_KEY}_{ext}", "table", _with_suffix(stem, ext))
+        for ext in SCORECARD_FORMATS
     ]
     return outputs
 
@@ -106,3 +207,16 @@ def output_paths(
         for o in report_outputs(results_dir, figures_dir, benchmarks)
         if kind is None or o.kind == kind
     ]
+
+
+def figure_captions(
+    results_dir: str | os.PathLike, figures_dir: str | os.PathLike, benchmarks: Iterable[str]
+) -> dict[str, tuple[list[str], str]]:
+    """{figure key: ([its files], caption name)}: the Snakemake report's entries."""
+    out: dict[str, tuple[list[str], str]] = {}
+    for o in report_outputs(results_dir, figures_dir, benchmarks):
+        if o.kind == "figure":
+            key = o.path.stem
+            files, _ = out.setdefault(key, ([], o.caption))
+            files.append(str(o.path))
+    return out

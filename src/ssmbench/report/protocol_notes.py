@@ -39,11 +39,12 @@ def _loaded(value):
 
 
 def _parsed(records: pd.DataFrame) -> list[tuple[dict, dict]]:
-    """Each record's (protocol, model_params), parsed once."""
-    return [
-        (_loaded(p) or {}, _loaded(m) or {})
-        for p, m in zip(records["protocol"], records["model_params"], strict=True)
-    ]
+    """Each record's (protocol, model_params), parsed once ({} where a record has none:
+    its settings then show as "(not set)")."""
+    missing = pd.Series([None] * len(records), index=records.index)
+    protocols = records["protocol"] if "protocol" in records else missing
+    models = records["model_params"] if "model_params" in records else missing
+    return [(_loaded(p) or {}, _loaded(m) or {}) for p, m in zip(protocols, models, strict=True)]
 
 
 def _values(parsed: list[tuple[dict, dict]], setting: str) -> list:

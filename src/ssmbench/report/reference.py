@@ -16,6 +16,12 @@ def _read_csv(name: str, **kwargs) -> pd.DataFrame:
         return pd.read_csv(fh, **kwargs)
 
 
+def read_reference_text(name: str) -> pd.DataFrame:
+    """A reference file with every cell as printed (strings; "" where empty), for what
+    depends on the printed decimals."""
+    return _read_csv(name, dtype=str, keep_default_na=False)
+
+
 def load_published_errors() -> pd.DataFrame:
     """Tables 3 and 5: ``benchmark, dataset, model, error_mean, error_std`` (error in 0–1)."""
     df = _read_csv(

@@ -691,7 +691,7 @@ def _run_estimator(
             "val_split": "none" if model.fit_on_validation else val_split,
             "train_seconds": train_seconds,
             "test_seconds": test_seconds,
-            "params": None,  # not applicable: see ssmbench.report.figures.COMPLEXITY_PROXY
+            "params": None,  # not applicable: see ssmbench.report.style.COMPLEXITY_PROXY
             "mmac": None,
             "mmac_full": None,
             "device": "cpu",
