@@ -150,3 +150,33 @@ def test_defaults_keep_ms4n_and_ms4():
         model = build_model(name, 3, 5, 100, TABLE2[name])
         assert len(model.block_projs) == 0
         assert "B" in dict(model.ssm_layers[0].kernel.named_parameters())
+
+
+def test_table2_puts_our_built_counts_beside_the_papers():
+    """The report's Table 2: our parameters and MMac are the mean over the 29 MONSTER
+    datasets of each variant built for each (as the paper counts them), whatever the
+    records' own datasets."""
+    import pandas as pd
+    import yaml
+    from conftest import REPO
+
+    from ssmbench.report.paper_tables import table2
+    from ssmbench.report.results import paper_per_dataset
+    from ssmbench.report.table4 import table4_comparison
+
+    models = yaml.safe_load((REPO / "params.yaml").read_text())["models"]
+    counts = table4_comparison(models, ["MS4N", "MS4", "MS4-2Layer", "MS4-H128"])
+    paper = paper_per_dataset()
+    ours = paper[paper["model"].isin(["MS4N", "MS4"]) & (paper["dataset"] == "Pedestrian")]
+    variants = ours.assign(model=ours["model"].map({"MS4N": "MS4-2Layer", "MS4": "MS4-H128"}))
+    table = table2(pd.concat([ours, variants]), paper, counts).set_index("Model")
+    assert (
+        table.loc["MS4-2Layer", "Params (ours)"]
+        == "43,300"
+        == table.loc["MS4-2Layer", "Params (paper)"]
+    )
+    assert table.loc["MS4-H128", "Params (ours)"] == "85,948"
+    assert table.loc["MS4-H128", "MMac (ours)"] == "82.80"  # paper 82.73
+    assert table.loc["MS4-2Layer", "MMac (ours)"] == "52.50"  # paper 52.08: the closest found
+    assert table.loc["MS4N", "Datasets (ours)"] == "1"
+    assert table.loc["MS4N", "Datasets (paper)"] == "29"

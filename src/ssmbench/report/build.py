@@ -128,7 +128,7 @@ def _draw(artefact: Artefact, stem: Path, ours, paper, curves, options) -> dict[
     if key == "table1":
         return write_table(table1(ours, full_paper), stem)
     if key == "table2":
-        return write_table(table2(ours, full_paper), stem)
+        return write_table(table2(ours, full_paper, options.get("counts")), stem)
     if key == "table3":
         return write_table(per_dataset_table(ours, full_paper, "monster"), stem)
     if key == "table4":

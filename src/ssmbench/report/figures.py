@@ -163,7 +163,7 @@ def figure8(
     fig = Figure(figsize=(12, 8), layout="constrained")
     axes = fig.subplots(2, 2, sharex=True)
     crossings: dict = {m: {d: {} for d in ds_list} for m in model_list}
-    for ax, (metric, title) in zip(axes.flat, _PANELS, strict=True):
+    for ax, (metric, panel_title) in zip(axes.flat, _PANELS, strict=True):
         thr = thresholds.get(metric)
         marker_n = 0
         for model in model_list:
@@ -221,8 +221,8 @@ def figure8(
                         markeredgecolor=colour, linestyle="", zorder=5,
                         label=f"{model} (paper): {'<' if _BELOW[metric] else '>'} {thr:g} "
                         f"at epoch {ep}")  # fmt: skip
-        ax.set_title(title, loc="left", fontsize=10)
-        ax.set_ylabel(title)
+        ax.set_title(panel_title, loc="left", fontsize=10)
+        ax.set_ylabel(panel_title)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, loc="best")
     for ax in axes[1]:

@@ -326,19 +326,7 @@ def pairwise_figure(
 
 def _legend(colours: dict, published_only: bool, reference: str) -> list:
     dot = {"marker": "o", "linestyle": "none", "markersize": 6}
-    handles = [Line2D([], [], color="0.3", label="paper" if published_only else "ours", **dot)]
-    if not published_only:
-        handles.append(
-            Line2D(
-                [],
-                [],
-                markerfacecolor="none",
-                markeredgecolor="0.3",
-                markeredgewidth=1.4,
-                label="paper (hollow)",
-                **dot,
-            )
-        )
+    handles = style.source_handles(published_only)
     handles.append(Patch(color=BETTER_SHADE, alpha=0.3, label=f"{reference} better"))
     handles.append(Patch(color=WORSE_SHADE, alpha=0.3, label="other better"))
     handles += [Line2D([], [], color=c, label=d, **dot) for d, c in colours.items()]

@@ -368,21 +368,8 @@ def polar_rank_figure(
 
 def _legend(drawn: pd.DataFrame, published_only: bool, largest: float) -> list:
     dot = {"marker": "o", "linestyle": "none", "markersize": 7}
-    handles = [
-        Line2D([], [], color="0.3", label="paper" if published_only else "ours", **dot),
-    ]
-    if not published_only and (drawn.get("source", pd.Series()) == "paper").any():
-        handles.append(
-            Line2D(
-                [],
-                [],
-                markerfacecolor="none",
-                markeredgecolor="0.3",
-                markeredgewidth=1.4,
-                label="paper (hollow)",
-                **dot,
-            )
-        )
+    with_paper = bool((drawn.get("source", pd.Series()) == "paper").any())
+    handles = style.source_handles(published_only, with_paper, markersize=7)
     groups = list(dict.fromkeys(drawn["group"])) if "group" in drawn else []
     for group in style.GROUP_COLOURS:
         if group in groups:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from ssmbench.io import atomic_write
 
@@ -65,6 +66,27 @@ def is_non_deep(family) -> bool:
 def paper_style(colour: str) -> dict:
     """Scatter keywords of a paper point: hollow, edged in ``colour``."""
     return {"facecolors": "none", "edgecolors": colour, "linewidths": 1.4}
+
+
+def source_handles(published_only: bool, with_paper: bool = True, markersize: float = 6):
+    """Legend entries that tell ours (filled) from the paper's (hollow); one "paper"
+    entry in the published-only figures."""
+    dot = {"marker": "o", "linestyle": "none", "markersize": markersize}
+    handles = [Line2D([], [], color="0.3", label=PAPER_LABEL if published_only else OURS_LABEL,
+                      **dot)]  # fmt: skip
+    if not published_only and with_paper:
+        handles.append(
+            Line2D(
+                [],
+                [],
+                markerfacecolor="none",
+                markeredgecolor="0.3",
+                markeredgewidth=1.4,
+                label=f"{PAPER_LABEL} (hollow)",
+                **dot,
+            )  # fmt: skip
+        )
+    return handles
 
 
 def save(fig: Figure, path_stem: str | os.PathLike) -> dict[str, Path]:

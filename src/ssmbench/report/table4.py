@@ -18,9 +18,10 @@ _METRICS = (("params", "Param"), ("mmac", "FLOPs"))
 
 def table4_comparison(models: Mapping, names: Iterable[str] | None = None, device: str = "meta"):
     """Our parameters and MMac beside the MS4N paper's Table 4, per model and MONSTER
-    domain: a DataFrame with ``model, domain, params, params_paper, params_diff_pct, mmac,
-    mmac_paper, mmac_diff_pct`` (diff = ours / paper - 1, in %). ``models``: the
-    params.yaml ``models:`` mapping; ``names``: which (default: those Table 4 has).
+    domain: a DataFrame with ``model, domain, n (datasets counted), params, params_paper,
+    params_diff_pct, mmac, mmac_paper, mmac_diff_pct`` (diff = ours / paper - 1, in %).
+    ``models``: the params.yaml ``models:`` mapping; ``names``: which (default: those
+    Table 4 has).
     Non-deep models (no parameters or MACs: "not applicable") get empty figures."""
     table4 = load_published_domains_monster()
     published = {(r.model, r.domain, r.metric): r.value for r in table4.itertuples()}
@@ -31,7 +32,7 @@ def table4_comparison(models: Mapping, names: Iterable[str] | None = None, devic
         estimator = family_is_estimator(entry["family"])
         ours = {} if estimator else domain_averages(name, entry, device=device)
         for domain in dict.fromkeys(table4["domain"]):
-            row = {"model": name, "domain": domain}
+            row = {"model": name, "domain": domain, "n": ours.get(domain, {}).get("n")}
             for key, metric in _METRICS:
                 value = ours.get(domain, {}).get(key)
                 paper = published.get((name, domain, metric))
