@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from conftest import make_project, tool_env
+from conftest import REPO, make_project, tool_env
 
 pytestmark = pytest.mark.integration
 
@@ -131,6 +131,7 @@ def test_dvc_repro_reruns_only_report_after_plot_code_change(tmp_path):
     run(["git", "init", "-q"], project, env)
     run(["dvc", "init", "-q"], project, env)
     run(["dvc", "config", "core.analytics", "false"], project, env)
+    shutil.copytree(REPO / ".dvc" / "plots", project / ".dvc" / "plots")  # as in a clone
     first = run(["dvc", "repro"], project, env)
     assert "Running stage 'train'" in first and "Running stage 'report'" in first
     record = project / "results" / "runs" / "uea" / "BasicMotions" / "MS4N" / "fold0.json"
@@ -146,6 +147,16 @@ def test_dvc_repro_reruns_only_report_after_plot_code_change(tmp_path):
     # The finished record survived and was not recomputed.
     assert json.loads(record.read_text())["created"] == created
     assert (project / "figures" / "png" / "figure7.png").is_file()
+    # dvc plots: the figures (a folder of PNGs) and the curves per run load, in one
+    # revision and across two
+    run(git + ["commit", "-qam", "second"], project, env)
+    for command in (["dvc", "plots", "show"], ["dvc", "plots", "diff", "HEAD~1"]):
+        shown = run(command, project, env)
+        assert "failed to load" not in shown, shown
+        page = (project / "dvc_plots" / "index.html").read_text()
+        assert "figures_png_figure7.png" in page and '"dataset": "BasicMotions"' in page
+        assert '"val_loss"' in page and "datum.benchmark" in page  # a line per run
+    assert "HEAD~1_figures_png_figure7.png" in page  # both revisions
 
     # Training code: a comment changes nothing, a change of what it computes reruns.
     ms4 = project / "src" / "ssmbench" / "models" / "ms4.py"
