@@ -92,8 +92,9 @@ def per_dataset_table(
     """Tables 3 (MONSTER) and 5 (UEA): one row per dataset, then ``Average`` and
     ``Average rank``; per model ``{model} (ours)`` and ``{model} (paper)``, each
     ``"error ± std"``. The paper's average and rank are over the datasets we ran that
-    model on (ranks among our models), so that both sit on the same datasets; ``(n=k)``
-    when that is fewer than the table's datasets. ``regression``: the figure is the test MSE,
+    model on (ranks among our models that the paper has: ``(of k)`` when fewer than
+    ours), so that both sit on the same datasets; ``(n=k)`` when that is fewer than the
+    table's datasets. ``regression``: the figure is the test MSE,
     and the columns say so."""
     ours, paper = restrict(ours, benchmark), restrict(paper, benchmark)
     if ours.empty and paper.empty:
@@ -117,8 +118,12 @@ def per_dataset_table(
             ]
             n = int(cells.loc[cells.index.isin(datasets), "error"].notna().sum())
             avg = fmt(cells["error"].mean(), std=cells["std"].mean()) if n else MISSING
-            ranks = dataset_ranks(frame[frame["dataset"].isin(datasets)], models)
+            # ranked among the table's models this source has (the paper lacks e.g. S4D)
+            ranked = [m for m in models if m in set(frame["model"])]
+            ranks = dataset_ranks(frame[frame["dataset"].isin(datasets)], ranked)
             rank = f"{ranks[model].mean():.2f}" if len(ranks) and model in ranks else MISSING
+            if rank != MISSING and len(ranked) < len(models):
+                rank += f" (of {len(ranked)})"
             table[f"{model}{metric} ({source})"] = [
                 *column,
                 _with_n(avg, n, len(datasets)),
