@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from ssmbench.io import atomic_write, atomic_write_text
+
 from .aggregate import (
     collect_records,
     filter_models,
@@ -22,7 +24,9 @@ from .aggregate import (
     write_metrics_csv,
     write_summary_json,
 )
-from .figures import figure8, load_curves, write_curves_csv
+from .critical_difference import cd_diagram
+from .figure1 import figure1
+from .figures import CURVE_COLUMNS, figure8, load_curves, write_curves_csv
 from .outputs import (
     CONSISTENCY_KEY,
     PAPER_BENCHMARKS,
@@ -32,6 +36,8 @@ from .outputs import (
     published_dir,
     report_outputs,
 )
+from .overview import overview_figure
+from .pairwise import pairwise_figure
 from .paper_tables import (
     paper_consistency,
     per_dataset_table,
@@ -39,9 +45,11 @@ from .paper_tables import (
     table2,
     table4,
 )
+from .polar_ranks import polar_rank_figure
 from .protocol_notes import write_protocol_notes
 from .reference import load_published_summary
 from .results import ours_per_dataset, paper_per_dataset, restrict
+from .scorecard import scorecard, scorecard_counts, write_scorecard
 from .style import message_figure
 from .tables import write_table
 
@@ -110,12 +118,6 @@ def _written(prefix: str, paths: Mapping[str, Path]) -> dict[str, Path]:
 def _draw(artefact: Artefact, stem: Path, ours, paper, curves, options) -> dict[str, Path]:
     """Write one artefact; ``ours``/``paper`` per-dataset frames (``paper`` already on
     our datasets and models, or all of it in the published-only report)."""
-    from .critical_difference import cd_diagram
-    from .figure1 import figure1
-    from .overview import overview_figure
-    from .pairwise import pairwise_figure
-    from .polar_ranks import polar_rank_figure
-
     key = artefact.key
     full_paper = options["full_paper"]
     curves_only = key in CONVERGENCE_DATASETS or key == "training_curves"
@@ -238,8 +240,6 @@ def build_report(
     of every model built for every MONSTER dataset (else the records' own counts).
     No record at all: ``FileNotFoundError``; a malformed one: ``RecordError``.
     """
-    from .scorecard import scorecard, scorecard_counts, write_scorecard
-
     report_params = dict(report_params or {})
     results_dir, figures_dir = Path(results_dir), Path(figures_dir)
     records = _in_grid(collect_records(runs_dir), grid)
@@ -280,7 +280,7 @@ def build_report(
         "selected": _tested_epochs(records),
     }
     if "monster" in benchmarks and model_entries:
-        from .table4 import table4_comparison
+        from .table4 import table4_comparison  # builds models: imports torch, only here
 
         run = set(records.loc[records["benchmark"] == "monster", "model"])
         names = [m for m in model_entries if m in run]
@@ -328,16 +328,12 @@ def build_published(
 
 def load_curves_frame() -> pd.DataFrame:
     """An empty curves frame (the published report has no training curves)."""
-    from .figures import CURVE_COLUMNS
-
     return pd.DataFrame(columns=["benchmark", "dataset", "model", "fold", *CURVE_COLUMNS])
 
 
 def write_consistency(table: pd.DataFrame, stem: Path) -> dict[str, Path]:
     """``paper_consistency.{csv,md}``: the CSV as computed; the Markdown with a summary
     line (how many printed figures the rows reproduce) above the table."""
-    from ssmbench.io import atomic_write, atomic_write_text
-
     stem = Path(stem)
     csv = atomic_write(
         stem.with_name(stem.name + ".csv"),
