@@ -223,6 +223,39 @@ class PreparedDataset:
             )
         return mask
 
+    #: Where ``steps`` came from: the timestamps, or unit steps for regular data.
+    STEPS_FROM_TIMESTAMPS = "T.npy"
+    STEPS_UNIT = "unit (no T.npy: regular data)"
+
+    def steps(self) -> tuple[np.ndarray, str]:
+        """The physical step sizes Δ, float32 (N, L), and where they came from.
+
+        From ``T.npy`` (timestamps (N, L)): Δ_0 = t_0, Δ_k = t_k − t_{k−1}, so a padding
+        step that repeats the last time gets Δ = 0 and a time-aware model carries its state
+        through it unchanged. Without timestamps (regular data): Δ = 1 everywhere
+        (``STEPS_UNIT``). A negative or non-finite step is a :class:`DataError` naming the
+        file and the row."""
+        N, L = int(self.meta["N"]), int(self.meta["L"])
+        if not (self.path / "T.npy").is_file():
+            return np.ones((N, L), dtype=np.float32), self.STEPS_UNIT
+        T = np.asarray(self._load("T.npy"), dtype=np.float64)
+        if T.shape != (N, L):
+            raise DataError(
+                f"{self.path / 'T.npy'}: shape {T.shape}, expected (N, L) = {(N, L)}. "
+                "Run the prepare step again."
+            )
+        steps = np.diff(T, axis=1, prepend=0.0)
+        bad = ~np.isfinite(steps) | (steps < 0)
+        if bad.any():
+            row, step = (int(v) for v in np.argwhere(bad)[0])
+            what = "not finite" if not np.isfinite(steps[row, step]) else "negative"
+            raise DataError(
+                f"{self.path / 'T.npy'}: row {row}, step {step}: the time step "
+                f"{steps[row, step]!r} is {what} ({int(bad.sum())} such step(s)); "
+                "timestamps must be finite and non-decreasing. Run the prepare step again."
+            )
+        return steps.astype(np.float32), self.STEPS_FROM_TIMESTAMPS
+
     def first_non_finite(
         self, fname: str, observed: str | None = None, chunk_bytes: int = SCAN_CHUNK_BYTES
     ) -> tuple[int, tuple[int, ...]] | None:

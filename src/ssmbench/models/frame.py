@@ -93,6 +93,9 @@ class SequenceClassifier(nn.Module):
     HYPERPARAMS = ConstructorHyperparams()
     #: whether the constructor takes ``per_step`` (set for each subclass)
     SUPPORTS_PER_STEP = False
+    #: what ``forward`` takes: the values X alone; a time-aware family declares
+    #: ``("values", "steps")`` and is called ``forward(x, steps=Δ)`` with Δ (B, L)
+    INPUTS: tuple[str, ...] = ("values",)
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)

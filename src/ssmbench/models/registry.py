@@ -18,6 +18,24 @@ def is_estimator(model: Any) -> bool:
     return getattr(model, "KIND", None) == "estimator"
 
 
+#: What a model may take besides its values X (B, C, L): the physical step sizes Δ (B, L).
+MODEL_INPUTS = ("values", "steps")
+
+
+def model_inputs(model: Any) -> tuple[str, ...]:
+    """The inputs a model (class or instance) declares (``INPUTS``): ``("values",)`` for
+    every model that reads X alone; a time-aware family adds ``"steps"`` and is called
+    ``model(x, steps=Δ)``."""
+    inputs = tuple(getattr(model, "INPUTS", ("values",)))
+    unknown = [i for i in inputs if i not in MODEL_INPUTS]
+    if unknown or "values" not in inputs:
+        raise ValueError(
+            f"{getattr(model, '__name__', type(model).__name__)}.INPUTS = {inputs!r}: each "
+            f"input must be one of {MODEL_INPUTS}, and 'values' among them"
+        )
+    return inputs
+
+
 def family_is_estimator(family: str) -> bool:
     """``is_estimator`` for a params.yaml family name."""
     return is_estimator(FAMILIES[family])

@@ -57,6 +57,8 @@ RECORD_KEYS = (
     "n_val",
     "n_test",
     "val_split",
+    "inputs",
+    "steps_source",
     "train_seconds",
     "test_seconds",
     "params",

@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ssmbench.models import is_estimator
+from ssmbench.models import is_estimator, model_inputs
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
 from ssmbench.train.checks import check_inputs, check_loss, check_split
@@ -76,29 +76,49 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
         torch.use_deterministic_algorithms(True, warn_only=torch.cuda.is_available())
 
 
-def _batches(objective, X, y, mask, indices, batch_size, generator=None):
-    """iterate_batches as (x, y, mask-or-None) triples, with the task's target dtype."""
+def _batches(objective, X, y, mask, indices, batch_size, generator=None, steps=None):
+    """iterate_batches as (x, y, mask-or-None, steps-or-None), with the task's target
+    dtype; ``steps``: the rows' physical step sizes, for a model that takes them."""
     for batch in iterate_batches(
         X, y, indices, batch_size, generator,
-        target_dtype=objective.target_dtype, target_mask=mask,
+        target_dtype=objective.target_dtype, target_mask=mask, steps=steps,
     ):  # fmt: skip
-        yield batch if len(batch) == 3 else (*batch, None)
+        xb, yb, *rest = batch
+        mb = rest.pop(0) if mask is not None else None
+        sb = rest.pop(0) if steps is not None else None
+        yield xb, yb, mb, sb
+
+
+def _forward(model, xb, sb):
+    """The model on a batch: with its step sizes when it takes them (``sb`` not None)."""
+    return model(xb) if sb is None else model(xb, steps=sb)
 
 
 @torch.no_grad()
 def evaluate(
-    model, objective, X, y, mask, indices, batch_size, device, stage: str = "evaluation"
+    model,
+    objective,
+    X,
+    y,
+    mask,
+    indices,
+    batch_size,
+    device,
+    stage: str = "evaluation",
+    steps=None,
 ) -> tuple[float, float]:
     """(mean loss, accuracy) or (MSE, nan) over `indices`, in eval mode. A non-finite
-    batch loss raises `DivergedError` naming `stage` and the batch."""
+    batch loss raises `DivergedError` naming `stage` and the batch. ``steps``: the step
+    sizes (N, L) a time-aware model is given."""
     model.eval()
     loss_sum, second, n_rows = 0.0, 0.0, 0
     n_batches = math.ceil(len(indices) / batch_size)
-    batches = _batches(objective, X, y, mask, indices, batch_size)
-    for batch, (xb, yb, mb) in enumerate(batches):
+    batches = _batches(objective, X, y, mask, indices, batch_size, steps=steps)
+    for batch, (xb, yb, mb, sb) in enumerate(batches):
         xb, yb = xb.to(device), yb.to(device)
         mb = mb.to(device) if mb is not None else None
-        _, batch_loss, batch_second = objective.batch_sums(model(xb), yb, mb)
+        sb = sb.to(device) if sb is not None else None
+        _, batch_loss, batch_second = objective.batch_sums(_forward(model, xb, sb), yb, mb)
         check_loss(batch_loss, stage, batch, n_batches, xb, model)
         loss_sum += batch_loss
         second += batch_second
@@ -174,11 +194,14 @@ class _FoldData:
     test_idx: np.ndarray
     test_sets: dict  # separate test sets (fixed_test_sets): key -> rows
     val_split: str  # how the validation rows were drawn (splits.validation_method)
+    # the step sizes Δ (N, L) for a model that takes them (its INPUTS), and their source
+    steps: np.ndarray | None = None
+    steps_source: str | None = None
 
     def score(self, model, rows, batch_size, device, stage: str) -> tuple[float, float]:
         return evaluate(
             model, self.objective, self.dataset.X, self.dataset.y, self.mask, rows,
-            batch_size, device, stage,
+            batch_size, device, stage, steps=self.steps,
         )  # fmt: skip
 
 
@@ -236,6 +259,8 @@ def _set_up(spec: dict, threads: int) -> _RunSetup:
         spec["model"], int(meta["C"]), objective.n_outputs, int(meta["L"]),
         spec["model_params"], per_step=objective.per_step,
     )  # fmt: skip
+    if "steps" in model_inputs(model):  # a time-aware model: Δ from the timestamps
+        data.steps, data.steps_source = dataset.steps()
     return _RunSetup(spec, seed, device, data, batch_size, model)
 
 
@@ -258,6 +283,11 @@ class _DeepTraining:
         self.mmac = mmac(self.model, n_channels, length, device="meta", convention="paper")
         self.mmac_full = mmac(self.model, n_channels, length, device="meta", convention="full")
         self.model.to(run.device)
+        if self.data.steps_source == self.data.dataset.STEPS_UNIT:
+            self.log(
+                f"warning: {run.spec['model']} takes time steps but {run.spec['dataset']} has "
+                "no timestamps (no T.npy): it is given Δ = 1 at every step (the record says so)"
+            )
         self.optimizer = build_optimizer(self.model, settings)
         self.shuffle = torch.Generator().manual_seed(run.seed)
         self.monitor = settings.get("monitor", "val_loss")
@@ -411,13 +441,15 @@ class _DeepTraining:
         self.model.train()
         batches = _batches(
             data.objective, data.dataset.X, data.dataset.y, data.mask,
-            order[step * batch_size :], batch_size,
+            order[step * batch_size :], batch_size, steps=data.steps,
         )  # fmt: skip
-        for xb, yb, mb in batches:
+        for xb, yb, mb, sb in batches:
             xb, yb = xb.to(device), yb.to(device)
             mb = mb.to(device) if mb is not None else None
+            sb = sb.to(device) if sb is not None else None
             self.optimizer.zero_grad(set_to_none=True)
-            loss, batch_loss, batch_second = data.objective.batch_sums(self.model(xb), yb, mb)
+            out = _forward(self.model, xb, sb)
+            loss, batch_loss, batch_second = data.objective.batch_sums(out, yb, mb)
             # Before the step: a NaN gradient would reach the weights and any checkpoint.
             check_loss(batch_loss, f"[{self.name}] training, epoch {state.epoch}", step,
                        self.n_batches, xb, self.model)  # fmt: skip
@@ -538,6 +570,8 @@ class _DeepTraining:
                 "n_val": len(data.val_idx),
                 "n_test": len(data.test_idx),
                 "val_split": data.val_split,
+                "inputs": list(model_inputs(self.model)),
+                "steps_source": data.steps_source,
                 "train_seconds": self.train_seconds,
                 "test_seconds": self.test_seconds,
                 "params": self.n_params,
@@ -689,6 +723,8 @@ def _run_estimator(
             "n_val": 0 if model.fit_on_validation else len(val_idx),
             "n_test": len(test_idx),
             "val_split": "none" if model.fit_on_validation else val_split,
+            "inputs": list(model_inputs(model)),
+            "steps_source": None,
             "train_seconds": train_seconds,
             "test_seconds": test_seconds,
             "params": None,  # not applicable: see ssmbench.report.style.COMPLEXITY_PROXY

@@ -87,9 +87,10 @@ def iterate_batches(
     *,
     target_dtype=np.int64,
     target_mask: np.ndarray | None = None,
+    steps: np.ndarray | None = None,
 ) -> Iterator[tuple[torch.Tensor, ...]]:
-    """Batches ``(x, y)`` (or ``(x, y, target_mask)``) read by index from X (a memory map is
-    fine: only the batch is loaded).
+    """Batches ``(x, y)`` (or ``(x, y, target_mask)``), then the rows' ``steps`` (N, L) when
+    given, read by index from X (a memory map is fine: only the batch is loaded).
 
     Shuffled with `generator` when given. Indices within a batch are sorted so a memory
     map is read front to back; the order inside a batch does not change the gradient.
@@ -101,7 +102,9 @@ def iterate_batches(
         batch = np.sort(order[start : start + batch_size])
         xb = torch.from_numpy(np.ascontiguousarray(X[batch], dtype=np.float32))
         yb = torch.from_numpy(np.asarray(y[batch], dtype=target_dtype))
-        if target_mask is None:
-            yield xb, yb
-        else:
-            yield xb, yb, torch.from_numpy(np.asarray(target_mask[batch], dtype=bool))
+        out = (xb, yb)
+        if target_mask is not None:
+            out += (torch.from_numpy(np.asarray(target_mask[batch], dtype=bool)),)
+        if steps is not None:
+            out += (torch.from_numpy(np.ascontiguousarray(steps[batch], dtype=np.float32)),)
+        yield out
