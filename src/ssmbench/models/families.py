@@ -11,6 +11,7 @@ from .estimators import ExtraTreesModel, HydraModel, QuantModel
 from .fcn import FCNClassifier
 from .inception import HInceptionClassifier
 from .mamba import Mamba1Classifier, Mamba2Classifier
+from .minimal_ssm import MinimalSSMClassifier
 from .ms4 import MS4Classifier, S4DClassifier
 from .rnn import GRUClassifier, LSTMClassifier
 from .transformers import InformerClassifier, ITransformerClassifier, TransformerClassifier
@@ -30,6 +31,8 @@ FAMILIES: dict[str, type] = {
     "transformer": TransformerClassifier,
     "informer": InformerClassifier,
     "itransformer": ITransformerClassifier,
+    # the TIDES paper's Fading Flash models (S5, TIDES, MambaS by their modes)
+    "minimal_ssm": MinimalSSMClassifier,
     # non-deep (fit once, no epochs; ``is_estimator``): see estimators.py
     "quant": QuantModel,
     "hydra": HydraModel,

@@ -2,7 +2,8 @@
 
 A family's constructor is ``(n_channels, n_classes, length, [per_step,] **hyperparameters)``;
 every other parameter is a hyperparameter that params.yaml may set, typed by its annotation
-(``int``, ``float`` or ``bool``; ``int | None`` means an ``int`` whose default is "derived").
+(``int``, ``float``, ``bool`` or ``str``; ``int | None`` means an ``int`` whose default is
+"derived"; a ``str`` takes one of the values the class lists in ``CHOICES``).
 The registry checks params.yaml entries against this, so a hyperparameter is declared once:
 in the constructor.
 """
@@ -19,7 +20,7 @@ __all__ = ["CONTRACT_ARGS", "HYPERPARAMETER_TYPES", "ConstructorHyperparams", "h
 #: constructor arguments the registry fills in itself (not params.yaml hyperparameters)
 CONTRACT_ARGS = ("n_channels", "n_classes", "length", "per_step")
 #: the types a params.yaml hyperparameter can have (``registry._check_value`` checks each)
-HYPERPARAMETER_TYPES = (int, float, bool)
+HYPERPARAMETER_TYPES = (int, float, bool, str)
 
 
 def _value_type(cls: type, name: str, annotation) -> type:
@@ -29,7 +30,7 @@ def _value_type(cls: type, name: str, annotation) -> type:
     if annotation not in HYPERPARAMETER_TYPES:
         raise TypeError(
             f"{cls.__qualname__}: hyperparameter {name!r} must be annotated as one of "
-            f"int, float, bool (optionally '| None'), got {annotation!r}"
+            f"int, float, bool, str (optionally '| None'), got {annotation!r}"
         )
     return annotation
 

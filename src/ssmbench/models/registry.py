@@ -73,6 +73,10 @@ def _check_value(name: str, key: str, value: Any, kind: type) -> None:
         if key == "max_features" and not 0.0 < value <= 1.0:
             raise bad("a fraction in (0, 1]")
         return
+    if kind is str:
+        if not isinstance(value, str):
+            raise bad("a string")
+        return
     raise AssertionError(f"unsupported hyperparameter type {kind}")  # pragma: no cover
 
 
@@ -81,7 +85,8 @@ def validate_model_params(name: str, model_params: Mapping[str, Any]) -> dict[st
 
     Returns the hyperparameters (without ``family``) as a new dict. Raises ``ValueError``
     naming the model for: a missing or unknown family, an unknown hyperparameter key
-    (listing the allowed ones), or a value of the wrong type or range.
+    (listing the allowed ones), a value of the wrong type or range, or a string that is
+    not one of its class's ``CHOICES``.
     """
     if not isinstance(model_params, Mapping):
         raise ValueError(f"model {name!r}: entry must be a mapping, got {model_params!r}")
@@ -101,6 +106,12 @@ def validate_model_params(name: str, model_params: Mapping[str, Any]) -> dict[st
                 f"allowed: {sorted(allowed)}"
             )
         _check_value(name, key, value, allowed[key])
+        choices = getattr(FAMILIES[family], "CHOICES", {}).get(key)
+        if choices is not None and value not in choices:
+            raise ValueError(
+                f"model {name!r} (family {family!r}): hyperparameter {key!r} must be one of "
+                f"{tuple(choices)}, got {value!r}"
+            )
     return hyper
 
 
