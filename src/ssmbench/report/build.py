@@ -25,6 +25,12 @@ from .aggregate import (
     write_summary_json,
 )
 from .critical_difference import cd_diagram
+from .fading_flash import (
+    fading_flash_claims,
+    fading_flash_figure,
+    fading_flash_results,
+    fading_flash_table,
+)
 from .figure1 import figure1
 from .figures import CURVE_COLUMNS, figure8, load_curves, write_curves_csv
 from .outputs import (
@@ -137,6 +143,12 @@ def _draw(artefact: Artefact, stem: Path, ours, paper, curves, options) -> dict[
         return write_table(table4(ours, full_paper, options.get("counts")), stem)
     if key == "table5":
         return write_table(per_dataset_table(ours, full_paper, "uea"), stem)
+    if key == "fading_flash_table":
+        return write_table(fading_flash_table(options["fading_flash"]), stem)
+    if key == "fading_flash_claims":
+        return write_table(fading_flash_claims(options["fading_flash"]), stem)
+    if key == "fading_flash":
+        return fading_flash_figure(options["fading_flash"], stem)
     if key.endswith("_table"):
         bench = key.removesuffix("_table")
         regression = bench in options["regression"]
@@ -278,6 +290,7 @@ def build_report(
         "thresholds": dict(report_params.get("convergence_thresholds") or DEFAULT_THRESHOLDS),
         "curve_datasets": report_params.get("figure8_datasets"),
         "selected": _tested_epochs(records),
+        "fading_flash": fading_flash_results(records),
     }
     if "monster" in benchmarks and model_entries:
         from .table4 import table4_comparison  # builds models: imports torch, only here

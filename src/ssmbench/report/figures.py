@@ -224,7 +224,8 @@ def figure8(
         ax.set_title(panel_title, loc="left", fontsize=10)
         ax.set_ylabel(panel_title)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8, loc="best")
+        if ax.get_legend_handles_labels()[0]:  # a panel with no curve (no accuracy) has none
+            ax.legend(fontsize=8, loc="best")
     for ax in axes[1]:
         ax.set_xlabel("epoch")
     desc = ", ".join(

@@ -81,6 +81,17 @@ def other_benchmark_artefacts(benchmark: str) -> tuple[Artefact, ...]:
     )  # fmt: skip
 
 
+#: The TIDES paper's Fading Flash artefacts (benchmark ``synthetic``).
+FADING_FLASH_ARTEFACTS = (
+    Artefact("fading_flash_table", "table", ("synthetic",),
+             "Fading Flash: MSE and relative error per Δ and model"),
+    Artefact("fading_flash_claims", "table", ("synthetic",),
+             "Fading Flash: the TIDES paper's claims, checked"),
+    Artefact("fading_flash", "figure", ("synthetic",), "Fading Flash: error against Δ",
+             "fading_flash"),
+)  # fmt: skip
+
+
 def artefacts(benchmarks: Iterable[str], published: bool = False) -> list[Artefact]:
     """The tables and figures for a suite with these benchmarks (``published``: those of
     ``ssmbench report --published``, the paper's alone)."""
@@ -94,6 +105,7 @@ def artefacts(benchmarks: Iterable[str], published: bool = False) -> list[Artefa
                                 f"critical differences, {bench}, the paper's", "cd"))  # fmt: skip
     for bench in sorted(benchmarks - set(PAPER_BENCHMARKS)):
         out += other_benchmark_artefacts(bench)
+    out += [a for a in FADING_FLASH_ARTEFACTS if benchmarks & set(a.needs)]
     what = "training curves of MS4 and MS4N (or of the models run)"
     out.append(Artefact("training_curves", "figure", tuple(sorted(benchmarks)), what, "curves"))
     return out

@@ -198,6 +198,16 @@ class _FoldData:
     steps: np.ndarray | None = None
     steps_source: str | None = None
 
+    def target_var(self, rows) -> float | None:
+        """The variance (ddof 0) of the observed regression targets of ``rows``; None for
+        classification."""
+        if self.objective.task != "regression":
+            return None
+        y = np.asarray(self.dataset.y[np.sort(rows)], dtype=np.float64)
+        if self.mask is not None:
+            y = y[np.asarray(self.mask[np.sort(rows)], dtype=bool)]
+        return float(np.var(y[np.isfinite(y)]))
+
     def score(self, model, rows, batch_size, device, stage: str) -> tuple[float, float]:
         return evaluate(
             model, self.objective, self.dataset.X, self.dataset.y, self.mask, rows,
@@ -534,8 +544,9 @@ class _DeepTraining:
         """The best epoch's weights on the test fold and each separate test set."""
         self.model.load_state_dict(self.state.best_state)
         test_start = time.perf_counter()
+        target_var = self.data.target_var if self.data.objective.task == "regression" else None
         tested = _test(self.data.objective, self._score, self.data.test_idx,
-                       self.data.test_sets, self.log)  # fmt: skip
+                       self.data.test_sets, self.log, target_var)  # fmt: skip
         self.test_seconds = time.perf_counter() - test_start
         self.log(f"test (best epoch {self.state.best_epoch}): loss={tested['test_loss']:.4f} "
                  f"error={tested['test_error']:.4f}")  # fmt: skip
@@ -595,9 +606,11 @@ class _DeepTraining:
         return record
 
 
-def _test(objective, score, test_idx, test_sets, log) -> dict:
+def _test(objective, score, test_idx, test_sets, log, target_var=None) -> dict:
     """The test fold's loss and error, and each separate test set's (fixed_test_sets:
-    one per Δ or drop rate). ``score(rows) -> (loss, accuracy)``."""
+    one per Δ or drop rate). ``score(rows) -> (loss, accuracy)``; ``target_var(rows)``
+    (regression): the variance of the set's observed targets, so that a report can give
+    the relative error √(MSE / Var y)."""
     test_loss, test_acc = score(test_idx)
     per_test_set = {}
     for key, rows in test_sets.items():
@@ -607,6 +620,7 @@ def _test(objective, score, test_idx, test_sets, log) -> dict:
             "loss": set_loss,
             "error": objective.error(set_loss, set_acc),
             **({"accuracy": set_acc} if objective.task == "classification" else {}),
+            **({"target_var": target_var(rows)} if target_var is not None else {}),
         }
         log(f"test set {key}: loss={set_loss:.4f} error={per_test_set[key]['error']:.4f}")
     return {

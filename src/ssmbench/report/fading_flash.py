@@ -1,0 +1,187 @@
+"""The TIDES paper's Fading Flash experiment from the run records: the error of each model
+at each test step size Δ (table and figure, the training range shaded) and the paper's
+three claims about it, each with the criterion that decides it and the numbers.
+
+The records hold, per test set ``dt=<Δ>``, the test MSE and the variance of its targets
+(``test_sets``); the relative error is √(MSE / Var y) · 100, per run, then mean ± std over
+the runs (seeds).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from . import style
+from .tables import MISSING, PM
+
+log = logging.getLogger(__name__)
+
+DATASET = ("synthetic", "FadingFlash")
+#: The training range of Δ (params.yaml ``benchmarks.synthetic.generator.dt_range``'s
+#: default, the reference's U[0.5, 1.5]).
+TRAIN_RANGE = (0.5, 1.5)
+#: The params.yaml models the claims are about.
+CLAIM_MODELS = {"S5": "FF-S5", "TIDES": "FF-TIDES", "MambaS": "FF-MambaS"}
+#: How much worse counts as "cannot fit" / "degrades": a factor on the relative error.
+FACTOR = 3.0
+#: "Accurate": a relative error at most this (%) at every Δ.
+ACCURATE_PCT = 10.0
+
+
+def fading_flash_results(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, fold, Δ) of the Fading Flash records: ``model, fold, dt, mse,
+    target_var, rel_error`` (%; NaN without a target variance)."""
+    rows = []
+    columns = ["model", "fold", "dt", "mse", "target_var", "rel_error"]
+    if records.empty or "test_sets" not in records.columns:
+        return pd.DataFrame(columns=columns)
+    sel = records[(records["benchmark"] == DATASET[0]) & (records["dataset"] == DATASET[1])]
+    for r in sel.itertuples(index=False):
+        test_sets = getattr(r, "test_sets", None)
+        sets = test_sets if isinstance(test_sets, dict) else _parsed(test_sets)
+        for key, entry in sorted(sets.items()):
+            if not key.startswith("dt="):
+                continue
+            mse, var = float(entry["loss"]), entry.get("target_var")
+            rel = 100.0 * np.sqrt(mse / var) if var else np.nan
+            rows.append({"model": r.model, "fold": int(r.fold), "dt": float(key[3:]),
+                         "mse": mse, "target_var": var, "rel_error": rel})  # fmt: skip
+    out = pd.DataFrame(rows, columns=columns)
+    return out.sort_values(["model", "dt", "fold"], kind="stable").reset_index(drop=True)
+
+
+def _parsed(value) -> dict:
+    import json
+
+    if isinstance(value, str) and value:
+        return json.loads(value)
+    return {}
+
+
+def _summary(results: pd.DataFrame) -> pd.DataFrame:
+    g = results.groupby(["model", "dt"])
+    return pd.DataFrame(
+        {
+            "mse": g["mse"].mean(), "mse_std": g["mse"].std(ddof=0),
+            "rel": g["rel_error"].mean(), "rel_std": g["rel_error"].std(ddof=0),
+            "n": g["fold"].nunique(),
+        }
+    ).reset_index()  # fmt: skip
+
+
+def fading_flash_table(results: pd.DataFrame) -> pd.DataFrame:
+    """One row per Δ; per model ``{model} MSE`` and ``{model} rel. error (%)``, mean ± std
+    over its runs; Δ inside the training range marked ``(train)``."""
+    if results.empty:
+        return pd.DataFrame({"Δ": [MISSING], "note": ["no Fading Flash records"]})
+    s = _summary(results)
+    table: dict[str, list] = {"Δ": []}
+    dts = sorted(s["dt"].unique())
+    for dt in dts:
+        inside = TRAIN_RANGE[0] <= dt <= TRAIN_RANGE[1]
+        table["Δ"].append(f"{dt:g}" + (" (train)" if inside else ""))
+    for model in sorted(s["model"].unique()):
+        m = s[s["model"] == model].set_index("dt")
+        n = int(m["n"].max())
+        table[f"{model} MSE (n={n})"] = [
+            f"{m.at[dt, 'mse']:.2e} {PM} {m.at[dt, 'mse_std']:.1e}" if dt in m.index else MISSING
+            for dt in dts
+        ]
+        table[f"{model} rel. error %"] = [
+            f"{m.at[dt, 'rel']:.1f} {PM} {m.at[dt, 'rel_std']:.1f}"
+            if dt in m.index and np.isfinite(m.at[dt, "rel"])
+            else MISSING
+            for dt in dts
+        ]
+    return pd.DataFrame(table)
+
+
+def fading_flash_claims(results: pd.DataFrame) -> pd.DataFrame:
+    """The paper's claims (a)–(c), each: ``claim, criterion, numbers, verdict`` ("holds",
+    "does not hold", or "not tested" when a model or Δ it needs has no run)."""
+    s = _summary(results) if not results.empty else pd.DataFrame(columns=["model", "dt", "rel"])
+    rel = {(r.model, r.dt): r.rel for r in s.itertuples(index=False)}
+    names = CLAIM_MODELS
+
+    def at(role, dt):
+        return rel.get((names[role], dt), np.nan)
+
+    def in_range(role):
+        values = [v for (m, dt), v in rel.items()
+                  if m == names[role] and TRAIN_RANGE[0] <= dt <= TRAIN_RANGE[1]]  # fmt: skip
+        return float(np.mean(values)) if values else np.nan
+
+    rows = []
+    s5, tides = in_range("S5"), in_range("TIDES")
+    rows.append(_claim(
+        "(a) S5 cannot fit the zone-dependent decay: its error stays high inside the "
+        "training Δ range",
+        f"S5's mean relative error over Δ in [{TRAIN_RANGE[0]:g}, {TRAIN_RANGE[1]:g}] is "
+        f"≥ {FACTOR:g}× TIDES's",
+        f"S5 {s5:.2f}%, TIDES {tides:.2f}% (ratio {s5 / tides:.1f})" if tides else "",
+        s5 >= FACTOR * tides, [s5, tides],
+    ))  # fmt: skip
+    lo, one, hi = at("MambaS", 0.1), at("MambaS", 1.0), at("MambaS", 2.0)
+    rows.append(_claim(
+        "(b) MambaS degrades outside the training Δ range",
+        f"MambaS's relative error at Δ = 0.1 and at Δ = 2.0 are each ≥ {FACTOR:g}× its "
+        "error at Δ = 1.0",
+        f"Δ=0.1: {lo:.2f}%, Δ=1.0: {one:.2f}%, Δ=2.0: {hi:.2f}%",
+        lo >= FACTOR * one and hi >= FACTOR * one, [lo, one, hi],
+    ))  # fmt: skip
+    grid = {dt: v for (m, dt), v in rel.items() if m == names["TIDES"]}
+    worst = max(grid.items(), key=lambda kv: kv[1]) if grid else (np.nan, np.nan)
+    rows.append(_claim(
+        "(c) TIDES stays accurate across the whole Δ grid",
+        f"TIDES's relative error is ≤ {ACCURATE_PCT:g}% at every Δ of the grid",
+        f"largest: {worst[1]:.2f}% at Δ = {worst[0]:g} ({len(grid)} Δ)",
+        bool(grid) and worst[1] <= ACCURATE_PCT, [worst[1]] if grid else [np.nan],
+    ))  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def _claim(claim, criterion, numbers, holds, needed) -> dict:
+    if any(not np.isfinite(v) for v in needed):
+        verdict, numbers = "not tested", "a model or Δ it needs has no run"
+        log.warning("fading flash: %s: not tested (a model or Δ it needs has no run)", claim)
+    else:
+        verdict = "holds" if holds else "does not hold"
+    return {"claim": claim, "criterion": criterion, "numbers": numbers, "verdict": verdict}
+
+
+def fading_flash_figure(results: pd.DataFrame, path_stem) -> dict[str, Path]:
+    """MSE (log) and relative error against Δ per model, mean over runs with its std as
+    a band, the training range shaded."""
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    axes = fig.subplots(1, 2)
+    if results.empty:
+        for ax in axes:
+            style.note(ax, "no Fading Flash records")
+    s = _summary(results) if not results.empty else None
+    markers = "o^s*Dvx+"
+    for ax, (col, std, label) in zip(
+        axes,
+        (("mse", "mse_std", "test MSE"), ("rel", "rel_std", "relative error (%)")),
+        strict=True,
+    ):
+        ax.axvspan(*TRAIN_RANGE, color="0.9", zorder=0, label="training Δ range")
+        if s is not None:
+            for i, model in enumerate(sorted(s["model"].unique())):
+                m = s[s["model"] == model].sort_values("dt")
+                line = ax.plot(m["dt"], m[col], marker=markers[i % len(markers)],
+                               label=f"{model} (n={int(m['n'].max())})")[0]  # fmt: skip
+                ax.fill_between(m["dt"], (m[col] - m[std]).clip(lower=1e-12), m[col] + m[std],
+                                color=line.get_color(), alpha=0.15)  # fmt: skip
+        ax.set_yscale("log")
+        ax.set_xlabel("test step size Δ")
+        ax.set_ylabel(label)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Fading Flash: error against the test step size (cf. TIDES paper); "
+                 "mean over seeds, band ± std", fontsize=11)  # fmt: skip
+    return style.save(fig, path_stem)
