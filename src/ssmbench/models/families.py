@@ -14,6 +14,7 @@ from .mamba import Mamba1Classifier, Mamba2Classifier
 from .minimal_ssm import MinimalSSMClassifier
 from .ms4 import MS4Classifier, S4DClassifier
 from .rnn import GRUClassifier, LSTMClassifier
+from .tides import MambaSClassifier, S5Classifier, TIDESClassifier
 from .transformers import InformerClassifier, ITransformerClassifier, TransformerClassifier
 
 #: family name (params.yaml ``family``) -> model class. A class's constructor declares the
@@ -31,6 +32,10 @@ FAMILIES: dict[str, type] = {
     "transformer": TransformerClassifier,
     "informer": InformerClassifier,
     "itransformer": ITransformerClassifier,
+    # time-aware (``INPUTS = ("values", "steps")``): the TIDES paper's family, tides.py
+    "tides": TIDESClassifier,
+    "s5": S5Classifier,
+    "mambas": MambaSClassifier,
     # the TIDES paper's Fading Flash models (S5, TIDES, MambaS by their modes)
     "minimal_ssm": MinimalSSMClassifier,
     # non-deep (fit once, no epochs; ``is_estimator``): see estimators.py

@@ -1,9 +1,10 @@
 """The TIDES paper's Fading Flash models: one minimal real-diagonal SSM whose modes make it
 S5, TIDES, TIDES with an input-dependent Λ only, or the Mamba surrogate (MambaS).
 
-Source: github TaylanSoydan/TIDES at 4b51adc (MIT), ``fading_flash/fading_flash.py``
-(``MinimalSSM``, ``ModelWithEncoder``, ``make_S5`` / ``make_TIDES`` / ``make_TIDES_lambda``
-/ ``make_Mamba``); the facts below are taken from it, the code is ours.
+Source: github TaylanSoydan/TIDES (MIT): ``fading_flash/tides_toy_paper_figures.py`` at
+4b51adc, the same models as ``fading_flash/fading_flash.py`` at 5d42296 (``MinimalSSM``,
+``ModelWithEncoder``, ``make_S5`` / ``make_TIDES`` / ``make_TIDES_lambda`` /
+``make_Mamba``, ``train_one``); the facts below are taken from them, the code is ours.
 
 Architecture (x: (B, C, L) values, Δ: (B, L) physical step sizes -> (B, L, K) per step)
 ------------------------------------------------------------------------------------

@@ -47,7 +47,10 @@ def table4_gaps(family: str) -> dict[tuple[str, str], str]:
     return dict(getattr(FAMILIES[family], "TABLE4_GAPS", {}))
 
 
-def _check_value(name: str, key: str, value: Any, kind: type) -> None:
+def _check_value(name: str, key: str, value: Any, kind: type, minimum: int | None = 1) -> None:
+    """Raises ValueError unless ``value`` is a valid ``kind`` (an int: at least ``minimum``,
+    None for any)."""
+
     def bad(expected: str) -> ValueError:
         return ValueError(
             f"model {name!r}: hyperparameter {key!r} must be {expected}, got {value!r}"
@@ -60,8 +63,8 @@ def _check_value(name: str, key: str, value: Any, kind: type) -> None:
     if kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise bad("an integer")
-        if value < 1:
-            raise bad("a positive integer")
+        if minimum is not None and value < minimum:
+            raise bad("a positive integer" if minimum == 1 else f"an integer >= {minimum}")
         if key == "d_state" and value % 2:
             raise bad("an even integer (N/2 complex modes)")
         return
@@ -85,8 +88,9 @@ def validate_model_params(name: str, model_params: Mapping[str, Any]) -> dict[st
 
     Returns the hyperparameters (without ``family``) as a new dict. Raises ``ValueError``
     naming the model for: a missing or unknown family, an unknown hyperparameter key
-    (listing the allowed ones), a value of the wrong type or range, or a string that is
-    not one of its class's ``CHOICES``.
+    (listing the allowed ones), a value of the wrong type or range (an integer must be
+    positive unless its class's ``INT_MINIMUM`` gives another minimum, or None for any), or a
+    string that is not one of its class's ``CHOICES``.
     """
     if not isinstance(model_params, Mapping):
         raise ValueError(f"model {name!r}: entry must be a mapping, got {model_params!r}")
@@ -105,7 +109,9 @@ def validate_model_params(name: str, model_params: Mapping[str, Any]) -> dict[st
                 f"model {name!r} (family {family!r}): unknown hyperparameter {key!r}; "
                 f"allowed: {sorted(allowed)}"
             )
-        _check_value(name, key, value, allowed[key])
+        # an integer is positive unless the class's INT_MINIMUM says otherwise
+        minimum = getattr(FAMILIES[family], "INT_MINIMUM", {}).get(key, 1)
+        _check_value(name, key, value, allowed[key], minimum)
         choices = getattr(FAMILIES[family], "CHOICES", {}).get(key)
         if choices is not None and value not in choices:
             raise ValueError(
