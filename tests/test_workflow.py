@@ -4,6 +4,7 @@ in a temporary git repository."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -286,7 +287,9 @@ def test_tides_datasets_through_the_workflow(tmp_path):
             "uea_drop": {"drop": {"test_rates": [0.1, 0.9]}},
             "physiome": {"generator": {"n_instances": 60, "n_time_points": 20}},
         }
-        params["suites"]["tides-data"]["models"] = ["MS4N"]
+        # MS4N reads the values; TIDES (small) also the step sizes from each dataset's T.npy
+        params["suites"]["tides-data"]["models"] = ["MS4N", "TIDES"]
+        params["models"]["TIDES"].update(d_model=8, ssm_size=8, ssm_blocks=2, rank=2)
 
     project = make_project(tmp_path / "proj", tides)
     env = tool_env(project)
@@ -315,16 +318,27 @@ def test_tides_datasets_through_the_workflow(tmp_path):
 
     table = (project / "results/tables/synthetic_table.md").read_text()
     assert "MS4N MSE (ours)" in table and "(paper)" not in table
+    for bench, dataset in (("synthetic", "FadingFlash"), ("uea_drop", "BasicMotionsDrop"),
+                           ("physiome", "HodgkinHuxley1952")):  # fmt: skip
+        runs = project / "results/runs" / bench / dataset
+        tides = json.loads((runs / "TIDES/fold0.json").read_text())
+        ms4n = json.loads((runs / "MS4N/fold0.json").read_text())
+        assert tides["inputs"] == ["values", "steps"] and tides["steps_source"] == "T.npy"
+        assert ms4n["inputs"] == ["values"] and ms4n["steps_source"] is None
+        assert math.isfinite(tides["test_error"])
+    claims = (project / "results/tables/fading_flash_claims.md").read_text()
+    assert "not tested" in claims  # the FF models did not run in this suite
 
     params = yaml.safe_load((project / "params.yaml").read_text())
     params["suites"]["tides-data"]["benchmark_overrides"]["synthetic"]["generator"]["seed"] = 1
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     changed = run(["snakemake", "-n", "--cores", "2", "runs"], project, env)
     stats = changed[changed.index("Job stats") :]
-    for rule, count in (("fetch", 1), ("prepare", 1), ("train", 1)):
+    for rule, count in (("fetch", 1), ("prepare", 1), ("train", 2)):
         assert re.search(rf"^{rule}\s+{count}$", stats, re.M), stats
-    retrained = re.findall(r"output: (results/runs/\S+\.json)", changed)
-    assert retrained == ["results/runs/synthetic/FadingFlash/MS4N/fold0.json"], retrained
+    retrained = sorted(re.findall(r"output: (results/runs/\S+\.json)", changed))
+    assert retrained == [f"results/runs/synthetic/FadingFlash/{m}/fold0.json"
+                         for m in ("MS4N", "TIDES")], retrained  # fmt: skip
 
 
 def test_mixed_model_suite_through_the_workflow(tmp_path):
