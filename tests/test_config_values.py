@@ -122,7 +122,7 @@ def test_a_duplicated_key_names_its_path_and_both_lines(tmp_path):
     lines = text.splitlines()
     first = lines.index("  lr: 1.0e-3") + 1
     path = tmp_path / "params.yaml"
-    path.write_text(text.replace("  lr: 1.0e-3\n", "  lr: 1.0e-3\n  lr: 0.5\n"))
+    path.write_text(text.replace("  lr: 1.0e-3\n", "  lr: 1.0e-3\n  lr: 0.5\n", 1))  # protocol.lr
     with pytest.raises(ConfigError) as info:
         load_params(path)
     assert str(info.value) == (
