@@ -13,23 +13,25 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from . import style
-from .overview import (
-    PROXY_NOTE,
+from .bubble_plot import (
     Bubbles,
-    benchmark_name,
     complexity_axes,
-    coverage,
     draw_bubbles,
     draw_notes,
     finish,
     legend_handles,
     notes_height,
-    overview_data,
-    placeable,
     set_complexity_limits,
     set_linear_limits,
-    source_gaps,
     wrap_notes,
+)
+from .overview import (
+    PROXY_NOTE,
+    benchmark_name,
+    coverage,
+    overview_data,
+    placeable,
+    source_gaps,
 )
 
 log = logging.getLogger(__name__)
