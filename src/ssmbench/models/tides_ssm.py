@@ -1,0 +1,602 @@
+"""The TIDES layer (``TIDESSSM``) and its parts: the HiPPO (DPLR) initialisation, the Re Λ
+maps, the GLU encoder, the low-rank B/C heads and the RMSNorms. The classifiers built of it,
+and the sources, facts and deviations of the whole family, are in ``tides.py``."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+from .tides_scan import DISCRETIZATIONS, discretize, parallel_scan, recurrent_scan
+
+#: the values of the string hyperparameters (``CHOICES``; the constructor checks them too)
+MODES = ("lti", "input_dependent")
+RE_MAPS = ("standard", "exp", "stable", "softplus")
+STEP_MODES = ("physical", "input_dependent")
+PROJ_INITS = ("zeros", "random")
+
+_EPS = 1e-6  # the reference's RMSNorm eps
+_CLIP = -1e-4  # clip_eigs: Re Λ <= -1e-4
+_MAMBAS_STEP_BIAS = 0.5413  # softplus(0.5413) = 1.0000
+_TOY_DECAYS = (0.5, 3.0)  # real Λ: -linspace(0.5, 3.0, P)
+
+
+def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
+
+
+# --- initialisation ---------------------------------------------------------------------------
+
+
+def hippo_dplr(N: int) -> tuple[np.ndarray, np.ndarray]:
+    """HiPPO-LegS in its normal (diagonal) part: Λ (N,) complex and the unitary V (N, N) with
+    A + p p^T = V diag(Λ) V^H (up to Re Λ, replaced by the mean of the diagonal, -1/2)."""
+    q = np.sqrt(1 + 2 * np.arange(N))
+    A = -(np.tril(q[:, None] * q[None, :]) - np.diag(np.arange(N)))  # HiPPO-LegS (N, N)
+    p = np.sqrt(np.arange(N) + 0.5)
+    S = A + p[:, None] * p[None, :]  # normal: -1/2 I + skew-symmetric
+    imag, V = np.linalg.eigh(S * -1j)
+    return np.mean(np.diagonal(S)) + 1j * imag, V
+
+
+def _block_diag(*blocks: np.ndarray) -> np.ndarray:
+    rows, cols = sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)
+    out = np.zeros((rows, cols), dtype=np.result_type(*blocks))
+    r = c = 0
+    for b in blocks:
+        out[r : r + b.shape[0], c : c + b.shape[1]] = b
+        r, c = r + b.shape[0], c + b.shape[1]
+    return out
+
+
+def lambda_re_map(raw: torch.Tensor, name: str, clip: bool = False) -> torch.Tensor:
+    """Re Λ from its raw parameter (or projection) under the map ``name``."""
+    if name == "exp":
+        re = -torch.exp(raw)
+    elif name == "stable":
+        re = -1.0 / (raw**2 + 0.5)
+    elif name == "softplus":
+        re = -F.softplus(raw)
+    elif name == "standard":
+        re = raw
+    else:
+        _check_choice("lambda_re_map", name, RE_MAPS)
+    return torch.clamp(re, max=_CLIP) if clip else re
+
+
+def _lambda_re_inverse(re: np.ndarray, name: str) -> np.ndarray:
+    """The raw value whose map is ``re`` (< 0); ``stable`` saturates at -2 as the reference."""
+    if name == "exp":
+        return np.log(-re)
+    if name == "stable":
+        return np.sqrt(np.maximum(0.0, -1.0 / re - 0.5))
+    if name == "softplus":
+        return np.log(np.expm1(-re))
+    return re
+
+
+def _as_parameter(values: np.ndarray | torch.Tensor) -> nn.Parameter:
+    return nn.Parameter(torch.as_tensor(np.asarray(values), dtype=torch.float32).clone())
+
+
+def _real_view(z: np.ndarray, c: int) -> np.ndarray:
+    """A complex array as (..., 2) (re, im), or a real one as (..., 1)."""
+    return np.stack([z.real, z.imag], axis=-1) if c == 2 else np.real(z)[..., None]
+
+
+# --- small modules ----------------------------------------------------------------------------
+
+
+class GLU(nn.Module):
+    """w1(x) * sigmoid(w2(x)), both Linear(d, d) (tides.py:311-320)."""
+
+    def __init__(self, d: int) -> None:
+        super().__init__()
+        self.w1, self.w2 = nn.Linear(d, d), nn.Linear(d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.w1(x) * torch.sigmoid(self.w2(x))
+
+
+class ExpandedGLU(nn.Module):
+    """proj(w1(x) * sigmoid(w2(x))), d -> int(d ff_mult) -> d (tides.py:323-334)."""
+
+    def __init__(self, d: int, ff_mult: float = 1.0) -> None:
+        super().__init__()
+        inner = int(d * ff_mult)
+        if inner < 1:
+            raise ValueError(f"ff_mult {ff_mult} leaves no feed-forward width (d = {d})")
+        self.w1, self.w2 = nn.Linear(d, inner), nn.Linear(d, inner)
+        self.proj = nn.Linear(inner, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(self.w1(x) * torch.sigmoid(self.w2(x)))
+
+
+class GluEncoder(nn.Module):
+    """``depth`` residual GLUs at width d_in, then Linear(d_in, d_out) (tides.py:367-395)."""
+
+    def __init__(self, d_in: int, d_out: int, depth: int = 0) -> None:
+        super().__init__()
+        self.glu_layers = nn.ModuleList([GLU(d_in) for _ in range(depth)])
+        self.linear = nn.Linear(d_in, d_out)
+
+    @property
+    def last(self) -> nn.Linear:
+        return self.linear
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for glu in self.glu_layers:
+            x = x + glu(x)
+        return self.linear(x)
+
+
+class LowRankHead(nn.Module):
+    """Linear(d_in, r) -> Linear(r, d_out) for r > 0, Linear(d_in, d_out) for r <= 0
+    (tides.py:402-421)."""
+
+    def __init__(self, d_in: int, d_out: int, rank: int) -> None:
+        super().__init__()
+        self.down = nn.Linear(d_in, rank) if rank > 0 else None
+        self.up = nn.Linear(rank if rank > 0 else d_in, d_out)
+
+    @property
+    def last(self) -> nn.Linear:
+        return self.up
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.up(self.down(x) if self.down is not None else x)
+
+
+class FieldRMSNorm(nn.Module):
+    """RMSNorm of real or complex numbers stored as (..., c): z / sqrt(mean |z|² + 1e-6) * w,
+    the mean over ``size`` entries of one axis of the numbers (tides.py:341-364)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(size))
+
+    def forward(self, z: torch.Tensor, dim: int) -> torch.Tensor:
+        # z (..., size, ..., c); dim < -1 counts from the end of the numbers' real view
+        power = z.square().sum(-1, keepdim=True)  # |z|²
+        rms = torch.sqrt(power.mean(dim=dim, keepdim=True) + _EPS)
+        weight = self.weight.reshape(-1, *([1] * (-dim - 1)))  # along ``dim``
+        return z / rms * weight
+
+
+def _init_last(head: GluEncoder | LowRankHead, bias: np.ndarray, proj_init: str) -> None:
+    """The projector's last layer: weight 0 (or N(0, 0.01²)), bias the HiPPO values."""
+    with torch.no_grad():
+        if proj_init == "zeros":
+            head.last.weight.zero_()
+        else:
+            head.last.weight.normal_(0.0, 0.01)
+        head.last.bias.copy_(torch.as_tensor(np.asarray(bias).reshape(-1), dtype=torch.float32))
+
+
+# --- the layer --------------------------------------------------------------------------------
+
+
+class TIDESSSM(nn.Module):
+    """(B, L, H) inputs and (B, L) steps -> (B, L, H); see the module docstring."""
+
+    #: the projected B_t / C_t work (rank >= 0) holds this many numbers at a time at most
+    CHUNK_ELEMENTS = 2**24
+
+    def __init__(
+        self,
+        d_model: int,
+        ssm_size: int,
+        ssm_blocks: int = 1,
+        lambda_re_mode: str = "lti",
+        lambda_im_mode: str = "lti",
+        bc_mode: str = "lti",
+        step_mode: str = "physical",
+        lambda_re_map: str = "standard",
+        clip_eigs: bool = False,
+        conj_sym: bool = False,
+        real_lambda: bool = False,
+        bidirectional: bool = False,
+        discretization: str = "zoh",
+        dt_min: float = 1e-3,
+        dt_max: float = 1e-1,
+        rank: int = 8,
+        lambda_encoder_depth: int = 0,
+        proj_norm: bool = True,
+        proj_init: str = "zeros",
+    ) -> None:
+        super().__init__()
+        for name, value, allowed in (
+            ("lambda_re_mode", lambda_re_mode, MODES),
+            ("lambda_im_mode", lambda_im_mode, MODES),
+            ("bc_mode", bc_mode, MODES),
+            ("step_mode", step_mode, STEP_MODES),
+            ("lambda_re_map", lambda_re_map, RE_MAPS),
+            ("discretization", discretization, DISCRETIZATIONS),
+            ("proj_init", proj_init, PROJ_INITS),
+        ):
+            _check_choice(name, value, allowed)
+        if ssm_size < 1 or ssm_blocks < 1 or ssm_size % ssm_blocks:
+            raise ValueError(f"ssm_size {ssm_size} is not a multiple of ssm_blocks {ssm_blocks}")
+        block = ssm_size // ssm_blocks
+        if conj_sym and block % 2:
+            raise ValueError(f"conj_sym needs an even block size, got {block}")
+        if real_lambda and (conj_sym or lambda_im_mode != "lti"):
+            raise ValueError("real_lambda has no Im Λ: no conj_sym, lambda_im_mode 'lti'")
+        if step_mode == "physical" and not 0 < dt_min <= dt_max:
+            raise ValueError(f"need 0 < dt_min <= dt_max, got {dt_min}, {dt_max}")
+        if lambda_encoder_depth < 0:
+            raise ValueError(f"lambda_encoder_depth must be >= 0, got {lambda_encoder_depth}")
+        H = d_model
+        self.d_model, self.ssm_size = H, ssm_size
+        self.lambda_re_mode, self.lambda_im_mode, self.bc_mode = (
+            lambda_re_mode,
+            lambda_im_mode,
+            bc_mode,
+        )
+        self.step_mode, self.lambda_re_map, self.clip_eigs = step_mode, lambda_re_map, clip_eigs
+        self.real, self.bidirectional, self.discretization = (
+            real_lambda,
+            bidirectional,
+            discretization,
+        )
+        self.rank = rank
+        self.c = 1 if real_lambda else 2
+        self.dirs = 2 if bidirectional else 1
+        self.n_modes = ssm_size // 2 if conj_sym else ssm_size  # n: the parameterised modes
+        any_input_dependent = "input_dependent" in (lambda_re_mode, lambda_im_mode, bc_mode) or (
+            step_mode == "input_dependent"
+        )
+        # conj_sym with anything input-dependent: every state is explicit, static parts are
+        # expanded to [v, conj v]; with everything LTI the conjugates stay implicit (2 Re)
+        self.expand_conj = conj_sym and any_input_dependent
+        self.S = 2 * self.n_modes if self.expand_conj else self.n_modes
+        self.out_scale = 2.0 if conj_sym and not any_input_dependent else 1.0
+        #: run the layer one time step at a time (``recurrent_scan``) instead of the scan
+        self.recurrent = False
+        #: time steps per chunk of the projected B_t / C_t work (None: from CHUNK_ELEMENTS)
+        self.chunk_steps: int | None = None
+
+        n, S, c = self.n_modes, self.S, self.c
+        # --- static Λ, B, C (HiPPO, or the toy models' real initialisation)
+        if real_lambda:
+            lam = np.tile(-np.linspace(*_TOY_DECAYS, block), ssm_blocks).astype(complex)  # (n,)
+            B0 = (torch.randn(n, H, dtype=torch.float64) / math.sqrt(H)).numpy()
+            C0 = [(torch.randn(H, n, dtype=torch.float64) / math.sqrt(n)).numpy()]
+            if bidirectional:
+                C0.append((torch.randn(H, n, dtype=torch.float64) / math.sqrt(n)).numpy())
+        else:
+            lam_block, V = hippo_dplr(block)
+            keep = block // 2 if conj_sym else block
+            lam = np.tile(lam_block[:keep], ssm_blocks)  # (n,)
+            V_blocks = _block_diag(*[V[:, :keep]] * ssm_blocks)  # (P, n)
+            V_inv = _block_diag(*[V.conj().T[:keep]] * ssm_blocks)  # (n, P)
+            std = 1.0 / math.sqrt(ssm_size)
+            B0 = V_inv @ (torch.randn(ssm_size, H, dtype=torch.float64) * std).numpy()  # (n, H)
+
+            def draw_c() -> np.ndarray:
+                re = torch.randn(H, ssm_size, dtype=torch.float64) * std
+                im = torch.randn(H, ssm_size, dtype=torch.float64) * std
+                return (re.numpy() + 1j * im.numpy()) @ V_blocks  # (H, n)
+
+            C0 = [draw_c() for _ in range(self.dirs)]
+        self.D = nn.Parameter(torch.randn(H))
+        if step_mode == "physical":
+            self.log_step = nn.Parameter(
+                torch.empty(n).uniform_(math.log(dt_min), math.log(dt_max))
+            )
+        # the static values as every state sees them (expanded when ``expand_conj``)
+        lam_full = np.concatenate([lam, lam.conj()]) if self.expand_conj else lam  # (S,)
+        B_full = np.concatenate([B0, B0.conj()]) if self.expand_conj else B0  # (S, H)
+        C_full = np.concatenate(
+            [np.concatenate([Cd, Cd.conj()], axis=1) if self.expand_conj else Cd for Cd in C0],
+            axis=1,
+        )  # (H, dirs S)
+
+        # --- Λ: static parameters or projectors
+        if lambda_re_mode == "lti":
+            self.Lambda_re = _as_parameter(_lambda_re_inverse(lam.real, lambda_re_map))
+        else:
+            self.lambda_re_proj = GluEncoder(H, S, lambda_encoder_depth)
+            _init_last(
+                self.lambda_re_proj, _lambda_re_inverse(lam_full.real, lambda_re_map), proj_init
+            )
+        if not real_lambda and lambda_im_mode == "lti":
+            self.Lambda_im = _as_parameter(lam.imag)
+        elif not real_lambda:
+            self.lambda_im_proj = GluEncoder(H, S, lambda_encoder_depth)
+            _init_last(self.lambda_im_proj, lam_full.imag, proj_init)
+        # --- B, C: static (LTI, or modulated per state) or projected
+        modulated = bc_mode == "input_dependent" and rank < 0
+        if bc_mode == "lti" or modulated:
+            self.B = _as_parameter(_real_view(B0, c))  # (n, H, c)
+            self.C = _as_parameter(_real_view(np.concatenate(C0, axis=1), c))  # (H, dirs n, c)
+        if bc_mode == "input_dependent":
+            if modulated:  # one scale per state, 1 + 0i at the start
+                b_out, c_out = S * c, self.dirs * S * c
+                b_bias = _real_view(np.ones(S, dtype=complex), c)
+                c_bias = _real_view(np.ones(self.dirs * S, dtype=complex), c)
+            else:  # the whole matrix, the HiPPO values at the start
+                b_out, c_out = S * H * c, H * self.dirs * S * c
+                b_bias, c_bias = _real_view(B_full, c), _real_view(C_full, c)
+            self.b_proj = LowRankHead(H, b_out, max(rank, 0))
+            self.c_proj = LowRankHead(H, c_out, max(rank, 0))
+            _init_last(self.b_proj, b_bias, proj_init)
+            _init_last(self.c_proj, c_bias, proj_init)
+        if step_mode == "input_dependent":  # MambaS: Δ = softplus(W [z_t, Δt_t] + b)
+            self.step_proj = nn.Linear(H + 1, S)
+            with torch.no_grad():
+                self.step_proj.weight.zero_()
+                self.step_proj.bias.fill_(_MAMBAS_STEP_BIAS)
+        # --- RMSNorm on the projections
+        norm = proj_norm
+        self.lambda_re_norm = FieldRMSNorm(S) if norm and lambda_re_mode != "lti" else None
+        self.lambda_im_norm = (
+            FieldRMSNorm(S) if norm and not real_lambda and lambda_im_mode != "lti" else None
+        )
+        self.b_norm = FieldRMSNorm(S) if norm and bc_mode != "lti" else None
+        self.c_norm = FieldRMSNorm(self.dirs * S) if norm and bc_mode != "lti" else None
+
+    # --- numbers stored as (..., c) -----------------------------------------------------------
+
+    def _field(self, z: torch.Tensor) -> torch.Tensor:
+        """(..., c) real view -> complex (..., ) (real with ``real_lambda``)."""
+        return torch.view_as_complex(z.contiguous()) if self.c == 2 else z.squeeze(-1)
+
+    def _view(self, z: torch.Tensor) -> torch.Tensor:
+        """complex (or real) (...) -> (..., c) real view."""
+        return torch.view_as_real(z) if self.c == 2 else z.unsqueeze(-1)
+
+    def _conj_sign(self, like: torch.Tensor) -> torch.Tensor:
+        return torch.tensor([1.0, -1.0][: self.c], dtype=like.dtype, device=like.device)
+
+    def _static_B(self) -> torch.Tensor:  # (S, H, c)
+        if not self.expand_conj:
+            return self.B
+        return torch.cat([self.B, self.B * self._conj_sign(self.B)], dim=0)
+
+    def _static_C(self) -> torch.Tensor:  # (H, dirs S, c), per direction [C, conj C]
+        if not self.expand_conj:
+            return self.C
+        parts = self.C.chunk(self.dirs, dim=1)
+        return torch.cat([p for d in parts for p in (d, d * self._conj_sign(d))], dim=1)
+
+    # --- per-step quantities ------------------------------------------------------------------
+
+    def _lambda(self, u: torch.Tensor) -> torch.Tensor:
+        """Λ: (S,) static, or (B, L, S) input-dependent; complex (real with real_lambda)."""
+        if self.lambda_re_mode == "lti":
+            re = lambda_re_map(self.Lambda_re, self.lambda_re_map, self.clip_eigs)  # (n,)
+            re = torch.cat([re, re]) if self.expand_conj else re
+        else:
+            raw = self.lambda_re_proj(u)  # (B, L, S)
+            if self.lambda_re_norm is not None:
+                raw = self.lambda_re_norm(raw.unsqueeze(-1), dim=-2).squeeze(-1)
+            re = lambda_re_map(raw, self.lambda_re_map, self.clip_eigs)
+        if self.real:
+            return re
+        if self.lambda_im_mode == "lti":
+            im = self.Lambda_im  # (n,)
+            im = torch.cat([im, -im]) if self.expand_conj else im
+        else:
+            im = self.lambda_im_proj(u)  # (B, L, S)
+            if self.lambda_im_norm is not None:
+                im = self.lambda_im_norm(im.unsqueeze(-1), dim=-2).squeeze(-1)
+        return torch.complex(*torch.broadcast_tensors(re, im))
+
+    def _delta(self, u: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
+        """Δ (B, L, S): the physical step times each state's learnt scale (MambaS: a
+        projection of [z_t, Δt_t])."""
+        if self.step_mode == "input_dependent":
+            return F.softplus(self.step_proj(torch.cat([u, steps.unsqueeze(-1)], dim=-1)))
+        scale = torch.exp(self.log_step)  # (n,)
+        scale = torch.cat([scale, scale]) if self.expand_conj else scale
+        return steps.unsqueeze(-1) * scale  # (B, L, S)
+
+    def _scales(self, head: LowRankHead, norm: FieldRMSNorm | None, u: torch.Tensor):
+        """Per-state modulation (rank < 0): (B, L, m) complex (real), m = S or dirs S."""
+        z = head(u).unflatten(-1, (-1, self.c))  # (B, L, m, c)
+        return self._field(norm(z, dim=-2) if norm is not None else z)
+
+    # --- projected B_t, C_t (rank >= 0) -----------------------------------------------------
+    # B_t = reshape(W z_t + b), z_t = down(u_t) (u_t itself for rank 0), is affine in z_t: so
+    # B_t u_t, Re(C_t x_t) and the RMS of B_t's columns and C_t's rows (quadratic forms in
+    # z_t, through the small Gram matrices of W) follow from W and b without forming each
+    # step's (S, H) matrices ("factored"). The recurrent and step modes form them
+    # ("materialised", the reference's arithmetic); the tests hold the two equal.
+
+    @staticmethod
+    def _code(head: LowRankHead, u: torch.Tensor) -> torch.Tensor:
+        return head.down(u) if head.down is not None else u  # (B, T, r)
+
+    @staticmethod
+    def _row_power(W: torch.Tensor, bias: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """sum_m (W[h, m] . z + bias[h, m])² for every h: W (H, m, r), bias (H, m), z (B, T, r)
+        -> (B, T, H)."""
+        gram = torch.einsum("hmk,hml->hkl", W, W)  # (H, r, r)
+        cross = torch.einsum("hmk,hm->hk", W, bias)  # (H, r)
+        quad = torch.einsum("btk,hkl,btl->bth", z, gram, z)
+        # a sum of squares: only rounding can take it below 0
+        return torch.clamp(quad + 2 * z @ cross.T + bias.square().sum(-1), min=0)
+
+    def _drive_factored(self, u: torch.Tensor) -> torch.Tensor:
+        """B_t u_t, B_t projected: u (B, T, H) -> (B, T, S)."""
+        S, H, c = self.S, self.d_model, self.c
+        z = self._code(self.b_proj, u)  # (B, T, r)
+        r = z.size(-1)
+        W = self.b_proj.up.weight.view(S, H, c, r)
+        bias = self.b_proj.up.bias.view(S, H, c)
+        if self.b_norm is not None:  # each input column h over the S states
+            power = self._row_power(
+                W.transpose(0, 1).reshape(H, S * c, r), bias.transpose(0, 1).reshape(H, S * c), z
+            )
+            u = u / torch.sqrt(power / S + _EPS)  # (B, T, H): the column's 1/RMS on its input
+        # sum_h bias[s, h] u_h + sum_{h, k} W[s, h, k] u_h z_k
+        out = u @ bias.permute(1, 0, 2).reshape(H, S * c)
+        out = out + (u.unsqueeze(-1) * z.unsqueeze(-2)).flatten(-2) @ W.permute(1, 3, 0, 2).reshape(
+            H * r, S * c
+        )
+        out = out.unflatten(-1, (S, c))  # (B, T, S, c)
+        if self.b_norm is not None:
+            out = out * self.b_norm.weight.unsqueeze(-1)
+        return self._field(out)
+
+    def _readout_factored(self, u: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Re(C_t x_t), C_t projected: u (B, T, H), x (B, T, dirs S) -> (B, T, H)."""
+        H, dS, c = self.d_model, self.dirs * self.S, self.c
+        z = self._code(self.c_proj, u)  # (B, T, r)
+        r = z.size(-1)
+        W = self.c_proj.up.weight.view(H, dS, c, r)
+        bias = self.c_proj.up.bias.view(H, dS, c)
+        if self.c_norm is not None:
+            x = x * self.c_norm.weight
+        # Re(C x) = sum over (s, c) of C[h, s, c] x̂[s, c], x̂ = (Re x, -Im x)
+        xs = (self._view(x) * self._conj_sign(W)).flatten(-2)  # (B, T, dS c)
+        y = xs @ bias.reshape(H, dS * c).T  # (B, T, H)
+        q = (xs @ W.permute(1, 2, 0, 3).reshape(dS * c, H * r)).unflatten(-1, (H, r))
+        y = y + (q * z.unsqueeze(-2)).sum(-1)
+        if self.c_norm is not None:  # each output row h over the states
+            power = self._row_power(W.reshape(H, dS * c, r), bias.reshape(H, dS * c), z)
+            y = y / torch.sqrt(power / dS + _EPS)
+        return y
+
+    def _drive_materialised(self, u: torch.Tensor) -> torch.Tensor:
+        """B_t u_t from the formed B_t (B, T, S, H): the reference's arithmetic."""
+        Bt = self.b_proj(u).unflatten(-1, (self.S, self.d_model, self.c))  # (B, T, S, H, c)
+        if self.b_norm is not None:
+            Bt = self.b_norm(Bt, dim=-3)  # each input column over the S states
+        return self._field(torch.einsum("btshc,bth->btsc", Bt, u))
+
+    def _readout_materialised(self, u: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """Re(C_t x_t) from the formed C_t (B, T, H, dirs S)."""
+        Ct = self.c_proj(u).unflatten(-1, (self.d_model, self.dirs * self.S, self.c))
+        if self.c_norm is not None:
+            Ct = self.c_norm(Ct, dim=-2)  # each output row over the states
+        # Re(C x) = C_re x_re - C_im x_im
+        return torch.einsum("bthsc,btsc->bth", Ct * self._conj_sign(Ct), self._view(x))
+
+    def _projected_bc(self) -> bool:
+        return self.bc_mode == "input_dependent" and self.rank >= 0
+
+    def _drive(self, u: torch.Tensor, materialise: bool = False) -> torch.Tensor:
+        """B_t u_t: (B, L, H) -> (B, L, S) complex (real)."""
+        if self._projected_bc():
+            fn = self._drive_materialised if materialise else self._drive_factored
+            return self._chunked(fn, u)
+        bu = self._field(torch.einsum("blh,shc->blsc", u, self._static_B()))
+        if self.bc_mode == "input_dependent":  # diag(s_t) B u_t
+            bu = self._scales(self.b_proj, self.b_norm, u) * bu
+        return bu
+
+    def _readout(self, u: torch.Tensor, x: torch.Tensor, materialise: bool = False):
+        """Re(C_t x_t): x (B, L, dirs S) states -> (B, L, H)."""
+        if self._projected_bc():
+            fn = self._readout_materialised if materialise else self._readout_factored
+            return self._chunked(fn, u, x)
+        if self.bc_mode == "input_dependent":  # C diag(s_t) x_t
+            x = self._scales(self.c_proj, self.c_norm, u) * x
+        C = self._static_C()
+        return torch.einsum("blsc,hsc->blh", self._view(x), C * self._conj_sign(C))
+
+    def _chunked(self, fn, *tensors: torch.Tensor) -> torch.Tensor:
+        """``fn`` over chunks of time steps (dim 1), so that its per-step intermediates of at
+        most CHUNK_ELEMENTS numbers exist at once; recomputed in the backward pass."""
+        B, L = tensors[0].shape[:2]
+        r = self.rank if self.rank > 0 else self.d_model
+        per_step = B * max(self.d_model * r, self.dirs * self.S * self.c)
+        T = self.chunk_steps or max(1, self.CHUNK_ELEMENTS // per_step)
+        if T >= L:
+            return fn(*tensors)
+        parts = []
+        for start in range(0, L, T):
+            piece = [t[:, start : start + T] for t in tensors]
+            if torch.is_grad_enabled():
+                parts.append(checkpoint(fn, *piece, use_reentrant=False))
+            else:
+                parts.append(fn(*piece))
+        return torch.cat(parts, dim=1)
+
+    def _elements(self, u: torch.Tensor, steps: torch.Tensor, materialise: bool = False):
+        """The recurrence's (Λ̄_t, B̄_t u_t), each (B, L, S)."""
+        lam_bar, gain = discretize(self._lambda(u), self._delta(u, steps), self.discretization)
+        return lam_bar, gain * self._drive(u, materialise)
+
+    # --- forward ------------------------------------------------------------------------------
+
+    def forward(self, u: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
+        """u (B, L, H), steps (B, L) -> (B, L, H). ``self.recurrent``: step by step."""
+        if self.recurrent:
+            return self._forward_recurrent(u, steps)
+        a, b = self._elements(u, steps)  # (B, L, S) each
+        x = parallel_scan(a, b)
+        if self.bidirectional:
+            x = torch.cat([x, parallel_scan(a, b, reverse=True)], dim=-1)  # (B, L, 2S)
+        return self._output(u, x)
+
+    def _output(self, u: torch.Tensor, x: torch.Tensor, materialise: bool = False):
+        y = self._readout(u, x, materialise)
+        if self.out_scale != 1.0:
+            y = y * self.out_scale
+        return y + self.D * u
+
+    def _forward_recurrent(self, u: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
+        """Each step's quantities from that step's input alone, then the recurrence."""
+        L = u.size(1)
+        per_step = [self._elements(u[:, t : t + 1], steps[:, t : t + 1], True) for t in range(L)]
+        a = torch.cat([e[0] for e in per_step], dim=1)  # (B, L, S)
+        b = torch.cat([e[1] for e in per_step], dim=1)
+        x = recurrent_scan(a, b)
+        if self.bidirectional:
+            x = torch.cat([x, recurrent_scan(a, b, reverse=True)], dim=-1)
+        outputs = [self._output(u[:, t : t + 1], x[:, t : t + 1], True) for t in range(L)]
+        return torch.cat(outputs, dim=1)
+
+    def step(
+        self, u_t: torch.Tensor, dt_t: torch.Tensor, state: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One time step: u_t (B, H), dt_t (B,), state (B, S) (None: zeros) -> (y_t, state)."""
+        if self.bidirectional:
+            raise ValueError("a bidirectional layer has no step mode (it reads the future)")
+        a, b = self._elements(u_t.unsqueeze(1), dt_t.unsqueeze(1), True)  # (B, 1, S)
+        h = b[:, 0] if state is None else a[:, 0] * state + b[:, 0]
+        return self._output(u_t.unsqueeze(1), h.unsqueeze(1), True)[:, 0], h
+
+    def count_macs(self, inputs: tuple, output: torch.Tensor, convention: str) -> int:
+        """The layer's own work (see the module docstring); ptflops counts its Linears."""
+        Bsz, L, H = inputs[0].shape
+        S, dS, c = self.S, self.dirs * self.S, self.c
+        per = 0
+        if self._projected_bc() and not self.recurrent:
+            # the B and C heads' last Linear, which the factored form applies to its weights
+            # (ptflops' count of calling it, as the reference and the recurrent mode do)
+            up_b, up_c = self.b_proj.up, self.c_proj.up
+            per += (up_b.in_features + 1) * up_b.out_features
+            per += (up_c.in_features + 1) * up_c.out_features
+        if convention != "full":
+            return Bsz * L * per
+        mul = 4 if c == 2 else 1  # one product of two numbers of the field
+        per += S  # Δ (a step times a scale, or a softplus)
+        per += S + (2 * S if self.lambda_re_norm is not None else 0)  # Re Λ map (+ norm)
+        per += 2 * S if self.lambda_im_norm is not None else 0
+        per += (c + mul) * S  # ΛΔ and the gain's division (exp / expm1 not counted)
+        per += c * S * H + mul * S  # B u and the gain
+        per += mul * dS  # the scan: a_t h_{t-1} + b_t per direction
+        per += c * H * dS  # Re(C x)
+        if self._projected_bc():  # the norms, 2 per element of B_t and C_t
+            per += (2 * c * S * H if self.b_norm is not None else 0) + (
+                2 * c * H * dS if self.c_norm is not None else 0
+            )
+        elif self.bc_mode == "input_dependent":  # the modulation and its norms
+            per += mul * (S + dS) + (2 * c * (S + dS) if self.b_norm is not None else 0)
+        per += 2 * H  # D u and the sum
+        return Bsz * L * per
+
+
+# --- blocks and classifiers ------------------------------------------------------------------
