@@ -151,5 +151,51 @@ def test_declared_inputs_are_checked():
     class Bad(SequenceClassifier):
         INPUTS = ("values", "clock")
 
-    with pytest.raises(ValueError, match="'clock'.*one of \\('values', 'steps'\\)"):
+    with pytest.raises(ValueError, match="'clock'.*one of \\('values', 'steps', 'mask'\\)"):
         model_inputs(Bad)
+
+
+class MaskEcho(SequenceClassifier):
+    """A per-step model that reads the observation mask: y = x where observed, else 0 (its
+    target below); it keeps the masks of its calls."""
+
+    INPUTS = ("values", "mask")
+    seen: list = []
+
+    def __init__(self, n_channels: int, n_classes: int, length: int | None,
+                 per_step: bool = False) -> None:  # fmt: skip
+        super().__init__(n_channels, n_classes, length, per_step)
+        self.scale = nn.Parameter(torch.zeros(n_channels))
+        self.head = nn.Identity()
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        MaskEcho.seen.append(None if mask is None else mask.clone())
+        mask = torch.ones_like(x, dtype=torch.bool) if mask is None else mask
+        out = (1 + self.scale)[None, :, None] * x * mask  # (B, C, L)
+        return self.readout(out.transpose(-1, -2))
+
+
+@pytest.mark.parametrize("with_mask", [True, False])
+def test_a_model_that_takes_the_mask_is_given_the_datasets_mask(tmp_path, monkeypatch, with_mask):
+    monkeypatch.setitem(FAMILIES, "maskecho", MaskEcho)
+    MaskEcho.seen = []
+    folder = _folder(tmp_path, None)
+    observed = np.random.default_rng(2).random((N, C, L)) > 0.3
+    if with_mask:
+        np.save(folder / "M.npy", observed)
+        X = np.load(folder / "X.npy")
+        np.save(folder / "y.npy", (X * observed).astype(np.float32))
+    lines: list[str] = []
+    record = run_job(_spec(folder, "MaskEcho", {"family": "maskecho"}),
+                     tmp_path / "runs" / "fold0.json", log=lines.append)  # fmt: skip
+    assert record["inputs"] == ["values", "mask"] and record["steps_source"] is None
+    given = [m for m in MaskEcho.seen if m is not None]
+    assert given and all(m.dtype == torch.bool for m in given)
+    if with_mask:
+        assert record["mask_source"] == "M.npy"
+        assert any(torch.equal(m, torch.from_numpy(observed[40:N])) for m in given)
+        assert record["test_error"] < 1e-6  # exact only with the mask
+    else:
+        assert record["mask_source"] == PreparedDataset.OBSERVED_ALL
+        assert all(bool(m.all()) for m in given)
+        assert any("no M.npy" in line for line in lines)

@@ -221,7 +221,7 @@ def _record_path(args, params, job) -> Path:
 
 
 def cmd_report(args) -> int:
-    from ssmbench.config import suite_grid
+    from ssmbench.config import suite_grid, suite_models
     from ssmbench.report.build import build_published, build_report
     from ssmbench.report.outputs import report_outputs
 
@@ -249,10 +249,10 @@ def cmd_report(args) -> int:
         results_dir=paths["results"],
         figures_dir=paths["figures"],
         report_params=params["report"],
-        benchmark_models={bench: suite["models"] for bench in suite["benchmarks"]},
+        benchmark_models={b: suite_models(params, b) for b in suite["benchmarks"]},
         grid=[(j.benchmark, j.dataset, j.model, j.fold) for j in grid],
         benchmarks=sorted({j.benchmark for j in grid}),
-        model_entries={m: params["models"][m] for m in suite["models"]},
+        model_entries={m: params["models"][m] for m in sorted({j.model for j in grid})},
     )
     for name, path in written.items():
         print(f"{name}: {path}")
@@ -284,15 +284,15 @@ def cmd_complexity(args) -> int:
         raise ConfigError("complexity: give --channels, --classes and --length, or --table4")
     names = args.models or list(params["models"])
     shape = f"C={args.channels}, K={args.classes}, L={args.length}"
-    print(f"{'model':<14}{'params':>12}{'MMac':>12}   ({shape})")
+    width = max(14, *(len(n) + 2 for n in names))
+    print(f"{'model':<{width}}{'params':>12}{'MMac':>12}   ({shape})")
     for name in names:
         model = build_model(name, args.channels, args.classes, args.length, params["models"][name])
         if is_estimator(model):
-            print(f"{name:<14}{'n/a':>12}{'n/a':>12}")
+            print(f"{name:<{width}}{'n/a':>12}{'n/a':>12}")
             continue
-        print(
-            f"{name:<14}{count_params(model):>12,}{mmac(model, args.channels, args.length):>12.3f}"
-        )
+        n_params, macs = count_params(model), mmac(model, args.channels, args.length)
+        print(f"{name:<{width}}{n_params:>12,}{macs:>12.3f}")
     return 0
 
 

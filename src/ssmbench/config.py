@@ -109,10 +109,12 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "models.*.family": ("ssmbench.models.registry:validate_model_params",),
     "models.*.*": ("ssmbench.models.registry:validate_model_params",),
     "suites.*.benchmarks.*": ("ssmbench.config:suite_grid",),
-    "suites.*.models": ("ssmbench.config:suite_grid",),
+    "suites.*.models": ("ssmbench.config:suite_models",),
+    "suites.*.benchmark_models.*": ("ssmbench.config:suite_models",),
     "suites.*.folds": ("ssmbench.config:suite_grid",),
     "suites.*.overrides": ("ssmbench.config:benchmark_settings",),
     "suites.*.benchmark_overrides.*": ("ssmbench.config:benchmark_settings",),
+    "suites.*.model_overrides.*": ("ssmbench.config:run_settings",),
     # resources: what each rule gives Snakemake as its resources (its SLURM executor turns
     # them into sbatch flags); a training job's come per run from ssmbench.resources
     "resources.prepare": ("workflow/rules/data.smk",),
@@ -365,6 +367,15 @@ def name_problems(params: dict) -> list[str]:
             found.append((f"suites.{sname}.benchmarks", "benchmark", bench))
             found += [(f"suites.{sname}.benchmarks.{bench}", "dataset", d) for d in datasets or []]
         found += [(f"suites.{sname}.models", "model", m) for m in suite.get("models") or []]
+        for bench, models in (suite.get("benchmark_models") or {}).items():
+            found.append((f"suites.{sname}.benchmark_models", "benchmark", bench))
+            found += [
+                (f"suites.{sname}.benchmark_models.{bench}", "model", m) for m in models or []
+            ]
+        found += [
+            (f"suites.{sname}.model_overrides", "model", m)
+            for m in suite.get("model_overrides") or {}
+        ]
         found += [
             (f"suites.{sname}.benchmark_overrides", "benchmark", b)
             for b in suite.get("benchmark_overrides") or {}
@@ -414,10 +425,18 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
                         f"suites.{sname}.benchmarks.{bench}: unknown dataset {ds!r}; add it to "
                         f"benchmarks.{bench}.datasets or fix the spelling"
                     )
-        for model in suite.get("models", []):
+        named = [("models", m) for m in suite.get("models", [])]
+        for bench, models in (suite.get("benchmark_models") or {}).items():
+            if bench not in (suite.get("benchmarks") or {}):
+                problems.append(
+                    f"suites.{sname}.benchmark_models: {bench!r} is not a benchmark of "
+                    f"this suite (its benchmarks: {', '.join(suite.get('benchmarks') or {})})"
+                )
+            named += [(f"benchmark_models.{bench}", m) for m in models]
+        for where, model in named:
             if model not in params.get("models", {}):
                 problems.append(
-                    f"suites.{sname}.models: unknown model {model!r} "
+                    f"suites.{sname}.{where}: unknown model {model!r} "
                     f"(known: {', '.join(sorted(params.get('models', {})))})"
                 )
         allowed = PROTOCOL_KEYS | {
@@ -448,6 +467,19 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
                         f"suites.{sname}.benchmark_overrides.{bench}.{key}: unknown key: {key!r} "
                         f"is not a setting of benchmark {bench!r} (allowed: "
                         f"{', '.join(sorted(own))})"
+                    )
+        for model, overrides in (suite.get("model_overrides") or {}).items():
+            if model not in {m for b in suite.get("benchmarks") or {}
+                             for m in suite_models(params, b, sname)}:  # fmt: skip
+                problems.append(
+                    f"suites.{sname}.model_overrides: {model!r} is not a model of this suite"
+                )
+            for key in overrides or {}:
+                if key not in PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS:
+                    problems.append(
+                        f"suites.{sname}.model_overrides.{model}.{key}: unknown key: {key!r} "
+                        f"is not a training setting (allowed: "
+                        f"{', '.join(sorted(PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS))})"
                     )
     problems += _batch_range_problems(params)
     if problems:
@@ -550,6 +582,14 @@ def validation_fallbacks(params: dict, suite: str | None = None) -> list[tuple[s
     return found
 
 
+def suite_models(params: dict, benchmark: str, suite: str | None = None) -> list[str]:
+    """The models a suite runs on one of its benchmarks: ``benchmark_models[benchmark]``
+    where the suite names one (e.g. the Fading Flash models on ``synthetic`` only), else
+    its ``models``."""
+    spec = params["suites"][suite or params["suite"]]
+    return list((spec.get("benchmark_models") or {}).get(benchmark) or spec["models"])
+
+
 def suite_grid(params: dict, suite: str | None = None) -> list[Job]:
     """Every (benchmark, dataset, model, fold) job of a suite, in a stable order."""
     name = suite or params["suite"]
@@ -558,7 +598,7 @@ def suite_grid(params: dict, suite: str | None = None) -> list[Job]:
         Job(bench, ds, model, int(fold))
         for bench, datasets in spec["benchmarks"].items()
         for ds in datasets
-        for model in spec["models"]
+        for model in suite_models(params, bench, name)
         for fold in spec["folds"]
     ]
     return sorted(set(jobs))
@@ -603,6 +643,16 @@ def benchmark_settings(
     return settings
 
 
+def run_settings(params: dict, job: Job, suite: str | None = None) -> dict:
+    """A run's training settings: its benchmark's (``benchmark_settings``), then the suite's
+    ``model_overrides`` for its model, last (e.g. the TIDES drop-rate ablation trains the
+    Mamba models without weight decay, the SSMs with 0.1)."""
+    name = suite or params["suite"]
+    settings = benchmark_settings(params, job.benchmark, name, job.dataset)
+    _merge(settings, (params["suites"][name].get("model_overrides") or {}).get(job.model) or {})
+    return settings
+
+
 def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]:
     """Everything a training run needs, resolved: what `ssmbench train` runs, and what
     `ssmbench.staleness.record_state` compares a record with (so a change to any of it
@@ -613,7 +663,7 @@ def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]
         "model": job.model,
         "fold": job.fold,
         "model_params": copy.deepcopy(params["models"][job.model]),
-        "settings": benchmark_settings(params, job.benchmark, suite, job.dataset),
+        "settings": run_settings(params, job, suite),
         "prepared_dir": str(Path(params["paths"]["prepared"]) / job.benchmark / job.dataset),
         "code": training_code_digest(params["models"][job.model]["family"]),
     }

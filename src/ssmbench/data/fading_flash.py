@@ -35,6 +35,16 @@ not the same):
   "Prepend first timestamp so every position has a step value"). Every step, including
   the first, then has the Δ its α, β were computed with.
 - ``M`` is all True (nothing is missing).
+- **Noise** (``input_noise``, ``target_noise``; the noisy variant ``FadingFlashNoisy``
+  takes the reference's 0.2 and 0.05): Gaussian noise of that standard deviation added to
+  every input value and every target of the training rows (which the validation split is
+  drawn from), seeded ``[seed, 2]``; the test sets stay clean, so the error is measured
+  against the noiseless glow, as the reference's ``eval_at_dt`` does. The reference adds
+  fresh noise to each of its 3,000 batches; one epoch over the static rows (our protocol)
+  sees each noisy row once, the same distribution.
+- **Probes.** ``meta.json`` asks a trained model for its ``effective_decay`` per zone
+  (``ssmbench.train.probes``): the input of each zone (the one-hot of its rate, no flash)
+  and the test grid of Δ.
 """
 
 from __future__ import annotations
@@ -58,6 +68,10 @@ from ssmbench.data.fixed_test_sets import (
 from ssmbench.io import index_text, prepared_stamp, write_prepared_folder
 
 NAME = "FadingFlash"
+#: The noisy variant (the reference's ``noisy_sigma_in`` / ``noisy_sigma_out``): the same
+#: task, its training rows drawn with noise on the inputs and the targets, its test sets clean.
+NOISY_NAME = "FadingFlashNoisy"
+NAMES = (NAME, NOISY_NAME)
 LENGTH = 40
 RATES = (1.0, 1.5, 2.0)
 CHANNELS = ("flash", "rate=1", "rate=1.5", "rate=2")
@@ -195,9 +209,14 @@ def _check_dt_range(dt_range) -> tuple[float, float]:
     return lo, hi
 
 
-def _checked(n_train, n_test_per_dt, seed, test_dts, dt_range, dt_per_step):
+def _checked(
+    n_train, n_test_per_dt, seed, test_dts, dt_range, dt_per_step, input_noise, target_noise
+):
     """``prepare_fading_flash``'s settings, checked: ``(n_train, n_test_per_dt, seed,
     test Δs, test-set keys)``. Raises ValueError naming the key."""
+    for key, value in (("input_noise", input_noise), ("target_noise", target_noise)):
+        if not isinstance(value, Real) or isinstance(value, bool) or not 0 <= value < np.inf:
+            raise ValueError(f"{key} must be a finite number >= 0, got {value!r}.")
     n_train = check_count(n_train, "n_train")
     n_test_per_dt = check_count(n_test_per_dt, "n_test_per_dt")
     if n_test_per_dt == 0:
@@ -217,7 +236,7 @@ def check_generator(generator: dict) -> None:
     ValueError naming a bad value."""
     bound = inspect.signature(prepare_fading_flash).bind(None, **generator)
     bound.apply_defaults()
-    settings = {k: v for k, v in bound.arguments.items() if k != "out_dir"}
+    settings = {k: v for k, v in bound.arguments.items() if k not in ("out_dir", "name")}
     _checked(**settings)
 
 
@@ -230,8 +249,12 @@ def prepare_fading_flash(
     test_dts: Sequence[float] = TEST_DT_GRID,
     dt_range: tuple[float, float] = TRAIN_DT_RANGE,
     dt_per_step: bool = False,
+    input_noise: float = 0.0,
+    target_noise: float = 0.0,
+    name: str = NAME,
 ) -> Path:
-    """Write the Fading Flash dataset to ``<out_dir>/FadingFlash/``; return that folder.
+    """Write the Fading Flash dataset to ``<out_dir>/<name>/`` (``FadingFlash``, or
+    ``FadingFlashNoisy`` with its noise); return that folder.
 
     ``out_dir`` is the benchmark's prepared folder (e.g. ``data/prepared/synthetic``), as for
     ``prepare_uea``. Rows ``0..n_train-1`` are training sequences (Δ ~ U[dt_range]); then
@@ -247,8 +270,10 @@ def prepare_fading_flash(
     defaults); its experiments draw fresh training batches instead (3000 steps × 32).
     """
     n_train, n_test_per_dt, seed, dts, keys = _checked(
-        n_train, n_test_per_dt, seed, test_dts, dt_range, dt_per_step
+        n_train, n_test_per_dt, seed, test_dts, dt_range, dt_per_step, input_noise, target_noise
     )
+    if name not in NAMES:
+        raise ValueError(f"name must be one of {NAMES}, got {name!r}.")
 
     parts = [generate_fading_flash(n_train, [seed, 0], dt_range=dt_range, dt_per_step=dt_per_step)]
     test_seeds = {}
@@ -256,6 +281,13 @@ def prepare_fading_flash(
         words = [seed, 1, round(d * 1_000_000)]
         parts.append(generate_fading_flash(n_test_per_dt, words, dt=d))
         test_seeds[key] = words
+    if input_noise or target_noise:  # the training rows only: the test sets stay clean
+        rng = np.random.default_rng([seed, 2])
+        train = parts[0]
+        noise_x = rng.standard_normal(train["X"].shape) * input_noise
+        noise_y = rng.standard_normal(train["y"].shape) * target_noise
+        train["X"] = (train["X"] + noise_x).astype(np.float32)
+        train["y"] = (train["y"] + noise_y).astype(np.float32)
     arrays = {f"{k}.npy": np.concatenate([p[k] for p in parts]) for k in ("X", "y", "T", "M")}
     N = int(arrays["X.npy"].shape[0])
 
@@ -278,7 +310,7 @@ def prepare_fading_flash(
     for k in ("dt", "dt_range", "dt_per_step", "seed"):
         gen.pop(k)
     meta = {
-        "name": NAME,
+        "name": name,
         "benchmark": "synthetic",
         "domain": "Synthetic",
         "task": "regression",
@@ -305,10 +337,22 @@ def prepare_fading_flash(
             "train_dt_per_step": bool(dt_per_step),
             "test_dts": dts,
             "n_test_per_dt": n_test_per_dt,
+            "train_input_noise": float(input_noise),
+            "train_target_noise": float(target_noise),
+            "noise_seed": [seed, 2] if input_noise or target_noise else None,
             "recurrence": "h_k = a_k h_{k-1} + b_k x_k, a_k = exp(-lam_k dt_k), "
             "b_k = (1 - a_k) / lam_k, h_{-1} = 0",
         },
         "irregular": True,
+        "probes": {
+            "effective_decay": {
+                "rates": list(RATES),
+                "inputs": [
+                    [0.0] + [float(i == j) for i in range(len(RATES))] for j in range(len(RATES))
+                ],  # fmt: skip
+                "dts": dts,
+            }
+        },
         "timestamps": TIMESTAMP_POLICY,
         "mask_policy": "all True: every channel is observed at every step",
         "source": "generated",
@@ -326,4 +370,4 @@ def prepare_fading_flash(
         },
         **prepared_stamp(),
     }
-    return write_prepared_folder(Path(out_dir), NAME, arrays, texts, meta)
+    return write_prepared_folder(Path(out_dir), name, arrays, texts, meta)

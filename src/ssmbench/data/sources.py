@@ -186,12 +186,12 @@ def prepare(name: str, raw_dir: str | Path, out_dir: str | Path, settings: dict)
 def _prepare_synthetic(name: str, out_dir: Path, settings: dict) -> Path:
     from ssmbench.data import fading_flash
 
-    if name != fading_flash.NAME:
+    if name not in fading_flash.NAMES:
         raise DataError(
             f"synthetic dataset {name!r} is unknown: the synthetic source makes "
-            f"{fading_flash.NAME} only"
+            f"{' and '.join(fading_flash.NAMES)} only"
         )
-    gen = dict(settings.get("generator") or {})
+    gen = {**(settings.get("generator") or {}), "name": name}
     if "dt_range" in gen:
         gen["dt_range"] = tuple(gen["dt_range"])
     try:
@@ -256,13 +256,13 @@ def _check_recipe(name: str, source: str, settings: dict) -> None:
     if source == "synthetic":
         from ssmbench.data import fading_flash
 
-        if name != fading_flash.NAME:
+        if name not in fading_flash.NAMES:
             raise DataError(
                 f"synthetic dataset {name!r} is unknown: the synthetic source makes "
-                f"{fading_flash.NAME} only"
+                f"{' and '.join(fading_flash.NAMES)} only"
             )
         allowed = set(inspect.signature(fading_flash.prepare_fading_flash).parameters)
-        allowed -= {"out_dir"}
+        allowed -= {"out_dir", "name"}
         generator = settings.get("generator") or {}
         unknown = set(generator) - allowed
         if unknown:

@@ -223,6 +223,25 @@ class PreparedDataset:
             )
         return mask
 
+    #: Where ``observed`` came from: the mask file, or every value (no M.npy).
+    OBSERVED_FROM_MASK = "M.npy"
+    OBSERVED_ALL = "all (no M.npy: every value observed)"
+
+    def observed(self) -> tuple[np.ndarray, str]:
+        """The observation mask M, bool (N, C, L) (``M.npy``, memory-mapped: True where a
+        value was observed, False where it is missing or padding), and where it came from;
+        without ``M.npy`` every value counts as observed (``OBSERVED_ALL``)."""
+        N, C, L = (int(self.meta[k]) for k in ("N", "C", "L"))
+        if not (self.path / "M.npy").is_file():
+            return np.ones((N, C, L), dtype=bool), self.OBSERVED_ALL
+        mask = self._load("M.npy")
+        if mask.shape != (N, C, L) or mask.dtype != np.bool_:
+            raise DataError(
+                f"{self.path / 'M.npy'}: shape {mask.shape} dtype {mask.dtype}, expected "
+                f"bool (N, C, L) = {(N, C, L)}. Run the prepare step again."
+            )
+        return mask, self.OBSERVED_FROM_MASK
+
     #: Where ``steps`` came from: the timestamps, or unit steps for regular data.
     STEPS_FROM_TIMESTAMPS = "T.npy"
     STEPS_UNIT = "unit (no T.npy: regular data)"

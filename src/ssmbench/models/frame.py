@@ -86,6 +86,22 @@ class CountedMeanOverSteps(nn.Module):
         return self.pool(x.transpose(-1, -2)).squeeze(-1)  # (B, d, L) -> (B, d)
 
 
+def with_time_channel(x: torch.Tensor, steps: torch.Tensor | None, length: int) -> torch.Tensor:
+    """x (B, C, L) with the time t / (L − 1) prepended as channel 0: (B, C + 1, L).
+
+    t = Δ_0 + … + Δ_k (the timestamps, from the step sizes the training side passes; None:
+    unit steps, as a dataset without timestamps gives), L the model's input length. The
+    TIDES reference feeds its Mamba baselines linspace(0, L, L) / L of the full grid, before
+    dropping (uea/droprate.py): on regular data ours is that shifted by one step and scaled
+    by L / (L − 1); on a drop-rate variant (t from 0) our L is
+    the longest kept series, so the channel is the reference's times a constant, which the
+    input projection absorbs."""
+    if steps is None:
+        steps = x.new_ones(x.shape[0], x.shape[-1])
+    t = torch.cumsum(steps.to(x.dtype), dim=1)  # (B, L)
+    return torch.cat([(t / max(int(length) - 1, 1)).unsqueeze(1), x], dim=1)
+
+
 class SequenceClassifier(nn.Module):
     """(B, C, L) -> logits (B, K), or (B, L, K) with ``per_step``; see the module docstring."""
 

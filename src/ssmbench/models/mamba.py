@@ -31,6 +31,9 @@ Classifier (both families; x: (B, C, L) float32 -> logits (B, K))
     x = AdaptiveAvgPool1d(1) over L                                  (B, d)
     logits = Linear(d, d) -> GELU -> Linear(d, K)                    (B, K)
 ``per_step=True`` skips the pooling and applies the head at every step: (B, L, K).
+``time_channel=True`` (the TIDES drop-rate ablation's Mamba baselines) prepends the time
+t / (L − 1) as an input channel, from the step sizes the model is then given
+(``frame.with_time_channel``); off, the model reads X alone.
 
 Mamba1 mixer (``mamba_simple.Mamba``), x (B, L, d):
     x_in, z = split(in_proj(x))        Linear(d, 2E, no bias)        (B, E, L) each
@@ -145,7 +148,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .frame import ClassifierHead, CountedMeanOverSteps, SequenceClassifier, optional_dropout
+from .frame import (
+    ClassifierHead,
+    CountedMeanOverSteps,
+    SequenceClassifier,
+    optional_dropout,
+    with_time_channel,
+)
 from .mamba_scan import fused_chunk_scan, fused_selective_scan, selective_scan, ssd_scan
 
 __all__ = [
@@ -476,14 +485,20 @@ class _MambaClassifier(SequenceClassifier):
     ) -> None:
         """The layers around the mixers, built after them (the order of the initial draws)."""
         self.residual = residual
-        self.input_proj = nn.Linear(self.n_channels, d_model)
+        if self.time_channel:  # t / (L − 1) from the step sizes: a time-aware input
+            self.INPUTS = ("values", "steps")
+        self.input_proj = nn.Linear(self.n_channels + int(self.time_channel), d_model)
         self.mixers = nn.ModuleList(mixers)
         self.activation = nn.GELU()
         self.dropout = optional_dropout(dropout)
         self.global_pool = CountedMeanOverSteps()
         self.head = ClassifierHead(d_model, d_model, self.n_classes)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, steps: torch.Tensor | None = None) -> torch.Tensor:
+        """x (B, C, L) -> (B, K) or (B, L, K); ``steps`` (B, L): the step sizes, read only
+        with ``time_channel`` (the time t / (L − 1) as an extra input channel)."""
+        if self.time_channel:
+            x = with_time_channel(x, steps, self.length or x.shape[-1])  # (B, C + 1, L)
         x = self.input_proj(x.transpose(-1, -2))  # (B, C, L) -> (B, L, d)
         for mixer in self.mixers:
             y = self.dropout(self.activation(mixer(x)))  # (B, L, d)
@@ -508,9 +523,11 @@ class Mamba1Classifier(_MambaClassifier):
         chunk_size: int = 64,
         dropout: float = 0.0,
         residual: bool = False,
+        time_channel: bool = False,
         per_step: bool = False,
     ) -> None:
         super().__init__(n_channels, n_classes, length, per_step)
+        self.time_channel = time_channel
         mixers = [
             Mamba1Mixer(d_model, d_state, d_conv, expand, dt_rank, chunk_size)
             for _ in range(n_layers)
@@ -536,9 +553,11 @@ class Mamba2Classifier(_MambaClassifier):
         chunk_size: int = 64,
         dropout: float = 0.0,
         residual: bool = False,
+        time_channel: bool = False,
         per_step: bool = False,
     ) -> None:
         super().__init__(n_channels, n_classes, length, per_step)
+        self.time_channel = time_channel
         mixers = [
             Mamba2Mixer(d_model, d_state, d_conv, expand, headdim, ngroups, chunk_size)
             for _ in range(n_layers)

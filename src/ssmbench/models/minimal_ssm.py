@@ -120,6 +120,19 @@ class MinimalSSMClassifier(SequenceClassifier):
             proj.bias.copy_(torch.as_tensor(bias, dtype=proj.bias.dtype).expand(d_out))
         return proj
 
+    @torch.no_grad()
+    def effective_decay_rates(self, x: torch.Tensor, dt: float) -> torch.Tensor:
+        """x (C,) one input, dt a step size -> (P,) each state's effective continuous-time
+        decay rate −Re Λ(u) · step(u, Δ) / Δ: what the model applies per unit of physical
+        time (the reference's ``effective_lambda_per_zone``; train/probes.py)."""
+        u = self.encoder(x)  # (H,)
+        lam = self.lambda_re_proj(u) if self.lambda_re_mode == "input_dependent" else self.Lambda_re
+        if self.step_mode == "input_dependent":
+            step = F.softplus(self.step_proj(torch.cat([u, u.new_tensor([dt])])))
+        else:
+            step = dt * torch.exp(self.log_step)
+        return -(lam * step) / dt
+
     def forward(self, x: torch.Tensor, steps: torch.Tensor | None = None) -> torch.Tensor:
         u = self.encoder(x.transpose(-1, -2))  # (B, L, H)
         Bsz, L, _ = u.shape

@@ -19,13 +19,15 @@ def is_estimator(model: Any) -> bool:
 
 
 #: What a model may take besides its values X (B, C, L): the physical step sizes Δ (B, L).
-MODEL_INPUTS = ("values", "steps")
+MODEL_INPUTS = ("values", "steps", "mask")
 
 
 def model_inputs(model: Any) -> tuple[str, ...]:
     """The inputs a model (class or instance) declares (``INPUTS``): ``("values",)`` for
-    every model that reads X alone; a time-aware family adds ``"steps"`` and is called
-    ``model(x, steps=Δ)``."""
+    every model that reads X alone; a time-aware family adds ``"steps"`` (called
+    ``model(x, steps=Δ)``, Δ (B, L)), a model that reads which values were observed adds
+    ``"mask"`` (``model(x, mask=M)``, M bool (B, C, L)). An instance may declare other
+    inputs than its class (an option such as ``time_channel``)."""
     inputs = tuple(getattr(model, "INPUTS", ("values",)))
     unknown = [i for i in inputs if i not in MODEL_INPUTS]
     if unknown or "values" not in inputs:

@@ -109,6 +109,13 @@ Deviations
   in the reference.
 * Δ = 0 (padding) carries the state (Λ̄ = 1, B̄ = 0) for TIDES and S5; MambaS's step does
   not depend on Δt that way (its Δ is a function of [z_t, Δt_t]).
+* TIDES ``mask_channels`` (off in every configuration here): the observation mask M as C
+  more input channels, for data whose missing values are zeros (the reference feeds
+  Physiome-ODE's values alone, zeros where unobserved, ``tides_forecasting.py``).
+* MambaS ``time_channel``: the drop-rate reference gives its Mamba models the time
+  linspace(0, L, L) / L of the full grid as an extra input channel; ours prepends
+  t / (L − 1) from the step sizes (``frame.with_time_channel``: a constant factor apart
+  from the reference's on a drop-rate variant, whose L is the longest kept series).
 
 MACs (``count_macs``; see ssmbench.complexity)
 ------------------------------------------------
@@ -128,7 +135,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from .frame import SequenceClassifier, optional_dropout
+from .frame import SequenceClassifier, optional_dropout, with_time_channel
 from .tides_scan import DISCRETIZATIONS
 from .tides_ssm import (
     MODES,
@@ -248,11 +255,18 @@ class _TimeAwareSSMClassifier(SequenceClassifier):
         encoder_depth: int,
         ff_mult: float,
         dropout: float,
+        time_channel: bool = False,
+        mask_channels: bool = False,
         **ssm,
     ) -> None:
         if encoder_depth < 0 or n_layers < 1:
             raise ValueError(f"need encoder_depth >= 0, n_layers >= 1: {encoder_depth}, {n_layers}")
-        self.encoder = GluEncoder(self.n_channels, d_model, encoder_depth)
+        self.time_channel = time_channel  # t / (L − 1) as an input channel (MambaS option)
+        self.mask_channels = mask_channels  # the observation mask as C more channels
+        if mask_channels:
+            self.INPUTS = (*self.INPUTS, "mask")
+        n_in = self.n_channels * (1 + int(mask_channels)) + int(time_channel)
+        self.encoder = GluEncoder(n_in, d_model, encoder_depth)
         self.blocks = nn.ModuleList(
             [TIDESBlock(d_model, float(dropout), float(ff_mult), **ssm) for _ in range(n_layers)]
         )
@@ -264,14 +278,22 @@ class _TimeAwareSSMClassifier(SequenceClassifier):
             block.ssm.recurrent = recurrent
         return self
 
-    def forward(self, x: torch.Tensor, steps: torch.Tensor | None = None) -> torch.Tensor:
-        """x (B, C, L), steps (B, L) physical step sizes (None: all 1) -> (B, K) or (B, L, K)."""
+    def forward(
+        self, x: torch.Tensor, steps: torch.Tensor | None = None, mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """x (B, C, L), steps (B, L) physical step sizes (None: all 1), mask (B, C, L) which
+        values were observed (read with ``mask_channels``; None: all) -> (B, K) or (B, L, K)."""
         batch, _, length = x.shape
         if steps is None:
             steps = x.new_ones(batch, length)  # regular data
         elif tuple(steps.shape) != (batch, length):
             raise ValueError(f"steps must be (B, L) = {(batch, length)}, got {tuple(steps.shape)}")
         steps = steps.to(x.dtype)
+        if self.mask_channels:
+            observed = torch.ones_like(x) if mask is None else mask.to(x.dtype)
+            x = torch.cat([x, observed], dim=1)  # (B, 2C, L)
+        if self.time_channel:
+            x = with_time_channel(x, steps, self.length or length)  # (B, C + 1, L)
         u = self.encoder(x.transpose(1, 2))  # (B, L, H)
         for block in self.blocks:
             u = block(u, steps)
@@ -319,6 +341,7 @@ class TIDESClassifier(_TimeAwareSSMClassifier):
         dt_max: float = 0.1,
         proj_norm: bool = True,
         proj_init: str = "zeros",
+        mask_channels: bool = False,
         per_step: bool = False,
     ) -> None:
         super().__init__(n_channels, n_classes, length, per_step)
@@ -328,6 +351,7 @@ class TIDESClassifier(_TimeAwareSSMClassifier):
             encoder_depth,
             ff_mult,
             dropout,
+            mask_channels=mask_channels,
             ssm_size=ssm_size,
             ssm_blocks=ssm_blocks,
             lambda_re_mode=lambda_re_mode,
@@ -429,6 +453,7 @@ class MambaSClassifier(_TimeAwareSSMClassifier):
         discretization: str = "zoh",
         proj_norm: bool = False,
         proj_init: str = "zeros",
+        time_channel: bool = False,
         per_step: bool = False,
     ) -> None:
         super().__init__(n_channels, n_classes, length, per_step)
@@ -438,6 +463,7 @@ class MambaSClassifier(_TimeAwareSSMClassifier):
             encoder_depth,
             ff_mult,
             dropout,
+            time_channel,
             ssm_size=ssm_size,
             ssm_blocks=ssm_blocks,
             bc_mode="input_dependent",

@@ -59,6 +59,7 @@ RECORD_KEYS = (
     "val_split",
     "inputs",
     "steps_source",
+    "mask_source",
     "train_seconds",
     "test_seconds",
     "params",
@@ -74,8 +75,8 @@ RECORD_KEYS = (
     "protocol",
 )
 #: Record keys left out of metrics.csv: provenance (``train.records.PROVENANCE_KEYS``),
-#: wall-clock times, the device the run used, and the fingerprints of its code, data and
-#: curve (the curve holds wall-clock times).
+#: wall-clock times, the device the run used, the fingerprints of its code, data and
+#: curve (the curve holds wall-clock times), and the probes' arrays (train/probes.py).
 NOT_IN_METRICS = (
     *PROVENANCE_KEYS,
     "train_seconds",
@@ -86,6 +87,7 @@ NOT_IN_METRICS = (
     "code_digest",
     "dataset_sha256",
     "curve_sha256",
+    "probes",
 )
 #: Keys a record must have for the report to use it.
 REQUIRED_KEYS = ("benchmark", "dataset", "model", "fold", "test_error")

@@ -25,14 +25,19 @@ from .aggregate import (
     write_summary_json,
 )
 from .critical_difference import cd_diagram
+from .drop_rate import drop_rate_claims, drop_rate_figure, drop_rate_results, drop_rate_table
 from .fading_flash import (
+    NOISY_DATASET,
+    decay_results,
     fading_flash_claims,
+    fading_flash_decay_figure,
     fading_flash_figure,
     fading_flash_results,
     fading_flash_table,
 )
 from .figure1 import figure1
 from .figures import CURVE_COLUMNS, figure8, load_curves, write_curves_csv
+from .im_ablation import im_ablation_claims, im_ablation_results, im_ablation_table
 from .outputs import (
     CONSISTENCY_KEY,
     PAPER_BENCHMARKS,
@@ -149,6 +154,23 @@ def _draw(artefact: Artefact, stem: Path, ours, paper, curves, options) -> dict[
         return write_table(fading_flash_claims(options["fading_flash"]), stem)
     if key == "fading_flash":
         return fading_flash_figure(options["fading_flash"], stem)
+    if key == "fading_flash_noisy_table":
+        return write_table(fading_flash_table(options["fading_flash_noisy"]), stem)
+    if key == "fading_flash_noisy":
+        title = "Fading Flash, trained on noisy rows, tested clean"
+        return fading_flash_figure(options["fading_flash_noisy"], stem, title)
+    if key == "fading_flash_decay":
+        return fading_flash_decay_figure(options["decay"], stem)
+    if key == "drop_rate_table":
+        return write_table(drop_rate_table(options["drop_rate"]), stem)
+    if key == "drop_rate_claims":
+        return write_table(drop_rate_claims(options["drop_rate"]), stem)
+    if key == "drop_rate":
+        return drop_rate_figure(options["drop_rate"], stem)
+    if key == "im_ablation_table":
+        return write_table(im_ablation_table(options["im_ablation"]), stem)
+    if key == "im_ablation_claims":
+        return write_table(im_ablation_claims(options["im_ablation"]), stem)
     if key.endswith("_table"):
         bench = key.removesuffix("_table")
         regression = bench in options["regression"]
@@ -291,6 +313,10 @@ def build_report(
         "curve_datasets": report_params.get("figure8_datasets"),
         "selected": _tested_epochs(records),
         "fading_flash": fading_flash_results(records),
+        "fading_flash_noisy": fading_flash_results(records, NOISY_DATASET),
+        "decay": decay_results(records),
+        "drop_rate": drop_rate_results(records),
+        "im_ablation": im_ablation_results(records),
     }
     if "monster" in benchmarks and model_entries:
         from .table4 import table4_comparison  # builds models: imports torch, only here

@@ -22,6 +22,8 @@ from .tables import MISSING, PM
 log = logging.getLogger(__name__)
 
 DATASET = ("synthetic", "FadingFlash")
+#: The noisy variant: trained on noisy rows, tested on clean ones (data/fading_flash.py).
+NOISY_DATASET = "FadingFlashNoisy"
 #: The training range of Δ (params.yaml ``benchmarks.synthetic.generator.dt_range``'s
 #: default, the reference's U[0.5, 1.5]).
 TRAIN_RANGE = (0.5, 1.5)
@@ -33,14 +35,19 @@ FACTOR = 3.0
 ACCURATE_PCT = 10.0
 
 
-def fading_flash_results(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per (model, fold, Δ) of the Fading Flash records: ``model, fold, dt, mse,
-    target_var, rel_error`` (%; NaN without a target variance)."""
+def _of(records: pd.DataFrame, dataset: str) -> pd.DataFrame:
+    return records[(records["benchmark"] == DATASET[0]) & (records["dataset"] == dataset)]
+
+
+def fading_flash_results(records: pd.DataFrame, dataset: str = DATASET[1]) -> pd.DataFrame:
+    """One row per (model, fold, Δ) of the records of ``dataset`` (Fading Flash, or its
+    noisy variant): ``model, fold, dt, mse, target_var, rel_error`` (%; NaN without a
+    target variance)."""
     rows = []
     columns = ["model", "fold", "dt", "mse", "target_var", "rel_error"]
     if records.empty or "test_sets" not in records.columns:
         return pd.DataFrame(columns=columns)
-    sel = records[(records["benchmark"] == DATASET[0]) & (records["dataset"] == DATASET[1])]
+    sel = _of(records, dataset)
     for r in sel.itertuples(index=False):
         test_sets = getattr(r, "test_sets", None)
         sets = test_sets if isinstance(test_sets, dict) else _parsed(test_sets)
@@ -156,7 +163,9 @@ def _claim(claim, criterion, numbers, holds, needed) -> dict:
     return {"claim": claim, "criterion": criterion, "numbers": numbers, "verdict": verdict}
 
 
-def fading_flash_figure(results: pd.DataFrame, path_stem) -> dict[str, Path]:
+def fading_flash_figure(
+    results: pd.DataFrame, path_stem, title: str = "Fading Flash"
+) -> dict[str, Path]:
     """MSE (log) and relative error against Δ per model, mean over runs with the range
     over the runs as a band (a ± std band has no log scale), the training range shaded."""
     fig = Figure(figsize=(11, 4.2), layout="constrained")
@@ -182,6 +191,61 @@ def fading_flash_figure(results: pd.DataFrame, path_stem) -> dict[str, Path]:
         ax.set_ylabel(label)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("Fading Flash: error against the test step size (cf. TIDES paper); "
+    fig.suptitle(f"{title}: error against the test step size (cf. TIDES paper); "
                  "mean over seeds, band: their range", fontsize=11)  # fmt: skip
+    return style.save(fig, path_stem)
+
+
+def decay_results(records: pd.DataFrame, dataset: str = DATASET[1]) -> pd.DataFrame:
+    """One row per (model, fold, zone rate λ, Δ) of the records' ``effective_decay``
+    probe (train/probes.py): ``model, fold, rate, dt, decay`` (the state closest to λ)."""
+    columns = ["model", "fold", "rate", "dt", "decay"]
+    if records.empty or "probes" not in records.columns:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for r in _of(records, dataset).itertuples(index=False):
+        probes = r.probes if isinstance(r.probes, dict) else _parsed(r.probes)
+        probe = (probes or {}).get("effective_decay")
+        if not probe:
+            continue
+        for rate, by_dt in zip(probe["rates"], probe["matched"], strict=True):
+            for dt, decay in zip(probe["dts"], by_dt, strict=True):
+                rows.append({"model": r.model, "fold": int(r.fold), "rate": float(rate),
+                             "dt": float(dt), "decay": float(decay)})  # fmt: skip
+    out = pd.DataFrame(rows, columns=columns)
+    return out.sort_values(["model", "rate", "dt", "fold"], kind="stable").reset_index(drop=True)
+
+
+def fading_flash_decay_figure(decay: pd.DataFrame, path_stem) -> dict[str, Path]:
+    """One panel per zone: each model's effective decay rate against Δ (mean over runs,
+    their range as a band), the zone's true λ dashed, the training range shaded (the
+    reference's fig_mechanism)."""
+    rates = sorted(decay["rate"].unique()) if not decay.empty else [None]
+    fig = Figure(figsize=(4 * len(rates) + 1.5, 3.8), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(rates), sharey=True))
+    markers = "o^s*Dvx+"
+    models = sorted(decay["model"].unique()) if not decay.empty else []
+    for ax, rate in zip(axes, rates, strict=True):
+        ax.axvspan(*TRAIN_RANGE, color="0.9", zorder=0, label="training Δ range")
+        if rate is None:
+            style.note(ax, "no effective-decay probes in the Fading Flash records")
+            continue
+        ax.axhline(rate, color="black", linestyle="--", lw=1.2, label="true λ")
+        for i, model in enumerate(models):
+            m = decay[(decay["model"] == model) & (decay["rate"] == rate)]
+            if m.empty:
+                continue
+            g = m.groupby("dt")["decay"]
+            mean, lo, hi = g.mean(), g.min(), g.max()
+            line = ax.plot(mean.index, mean.values, marker=markers[i % len(markers)],
+                           label=f"{model} (n={m['fold'].nunique()})")[0]  # fmt: skip
+            ax.fill_between(mean.index, lo.values, hi.values, color=line.get_color(), alpha=0.15)
+        ax.set_xscale("log")
+        ax.set_title(f"zone λ = {rate:g}", fontsize=10)
+        ax.set_xlabel("test step size Δ")
+        ax.grid(True, which="both", alpha=0.3)
+    axes[0].set_ylabel("effective decay rate −Re Λ · step / Δ")
+    axes[-1].legend(fontsize=8, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    fig.suptitle("Fading Flash: the decay rate each model applies per unit of time, per zone "
+                 "(the state closest to the zone's λ)", fontsize=11)  # fmt: skip
     return style.save(fig, path_stem)

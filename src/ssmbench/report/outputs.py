@@ -89,6 +89,28 @@ FADING_FLASH_ARTEFACTS = (
              "Fading Flash: the TIDES paper's claims, checked"),
     Artefact("fading_flash", "figure", ("synthetic",), "Fading Flash: error against Δ",
              "fading_flash"),
+    Artefact("fading_flash_noisy_table", "table", ("synthetic",),
+             "Fading Flash trained on noisy rows: MSE and relative error per Δ and model"),
+    Artefact("fading_flash_noisy", "figure", ("synthetic",),
+             "Fading Flash trained on noisy rows: error against Δ", "fading_flash_noisy"),
+    Artefact("fading_flash_decay", "figure", ("synthetic",),
+             "Fading Flash: each model's effective decay rate per zone", "fading_flash_decay"),
+)  # fmt: skip
+#: The TIDES paper's random time-step drop ablation (benchmark ``uea_drop``).
+DROP_RATE_ARTEFACTS = (
+    Artefact("drop_rate_table", "table", ("uea_drop",),
+             "drop-rate ablation: accuracy per test drop rate and model"),
+    Artefact("drop_rate_claims", "table", ("uea_drop",),
+             "drop-rate ablation: the TIDES paper's claim, checked"),
+    Artefact("drop_rate", "figure", ("uea_drop",), "drop-rate ablation: accuracy against r_test",
+             "drop_rate"),
+)  # fmt: skip
+#: The Im Λ ablation: TIDES with a static vs an input-dependent Im Λ, where it has pairs.
+IM_ABLATION_ARTEFACTS = (
+    Artefact("im_ablation_table", "table", ("uea_drop", "physiome"),
+             "Im Λ ablation: static vs input-dependent Im Λ per dataset"),
+    Artefact("im_ablation_claims", "table", ("uea_drop", "physiome"),
+             "Im Λ ablation: the TIDES paper's claim, checked"),
 )  # fmt: skip
 
 
@@ -105,7 +127,8 @@ def artefacts(benchmarks: Iterable[str], published: bool = False) -> list[Artefa
                                 f"critical differences, {bench}, the paper's", "cd"))  # fmt: skip
     for bench in sorted(benchmarks - set(PAPER_BENCHMARKS)):
         out += other_benchmark_artefacts(bench)
-    out += [a for a in FADING_FLASH_ARTEFACTS if benchmarks & set(a.needs)]
+    for group in (FADING_FLASH_ARTEFACTS, DROP_RATE_ARTEFACTS, IM_ABLATION_ARTEFACTS):
+        out += [a for a in group if benchmarks & set(a.needs)]
     what = "training curves of MS4 and MS4N (or of the models run)"
     out.append(Artefact("training_curves", "figure", tuple(sorted(benchmarks)), what, "curves"))
     return out

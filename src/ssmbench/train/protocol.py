@@ -37,7 +37,7 @@ import os
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +50,7 @@ from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
 from ssmbench.train.checks import check_inputs, check_loss, check_split
 from ssmbench.train.objective import Objective
 from ssmbench.train.optim import build_optimizer
+from ssmbench.train.probes import run_probes
 from ssmbench.train.record_files import curve_path_of, publish_record
 from ssmbench.train.records import provenance
 from ssmbench.train.splits import (
@@ -76,22 +77,24 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
         torch.use_deterministic_algorithms(True, warn_only=torch.cuda.is_available())
 
 
-def _batches(objective, X, y, mask, indices, batch_size, generator=None, steps=None):
-    """iterate_batches as (x, y, mask-or-None, steps-or-None), with the task's target
-    dtype; ``steps``: the rows' physical step sizes, for a model that takes them."""
+def _batches(objective, X, y, mask, indices, batch_size, generator=None, inputs=None):
+    """iterate_batches as (x, y, target-mask-or-None, {extra inputs}), with the task's
+    target dtype; ``inputs``: the extra inputs a model takes beyond the values ({} none:
+    e.g. ``steps``, the rows' physical step sizes), by name."""
     for batch in iterate_batches(
         X, y, indices, batch_size, generator,
-        target_dtype=objective.target_dtype, target_mask=mask, steps=steps,
+        target_dtype=objective.target_dtype, target_mask=mask, inputs=inputs or None,
     ):  # fmt: skip
         xb, yb, *rest = batch
         mb = rest.pop(0) if mask is not None else None
-        sb = rest.pop(0) if steps is not None else None
-        yield xb, yb, mb, sb
+        extra = rest.pop(0) if inputs else {}
+        yield xb, yb, mb, extra
 
 
-def _forward(model, xb, sb):
-    """The model on a batch: with its step sizes when it takes them (``sb`` not None)."""
-    return model(xb) if sb is None else model(xb, steps=sb)
+def _forward(model, xb, extra):
+    """The model on a batch, given the extra inputs it takes by name (``model(x,
+    steps=Δ, mask=M)``; none: ``model(x)``)."""
+    return model(xb, **extra)
 
 
 @torch.no_grad()
@@ -105,20 +108,20 @@ def evaluate(
     batch_size,
     device,
     stage: str = "evaluation",
-    steps=None,
+    inputs=None,
 ) -> tuple[float, float]:
     """(mean loss, accuracy) or (MSE, nan) over `indices`, in eval mode. A non-finite
-    batch loss raises `DivergedError` naming `stage` and the batch. ``steps``: the step
-    sizes (N, L) a time-aware model is given."""
+    batch loss raises `DivergedError` naming `stage` and the batch. ``inputs``: the extra
+    inputs a model takes (``_batches``)."""
     model.eval()
     loss_sum, second, n_rows = 0.0, 0.0, 0
     n_batches = math.ceil(len(indices) / batch_size)
-    batches = _batches(objective, X, y, mask, indices, batch_size, steps=steps)
-    for batch, (xb, yb, mb, sb) in enumerate(batches):
+    batches = _batches(objective, X, y, mask, indices, batch_size, inputs=inputs)
+    for batch, (xb, yb, mb, extra) in enumerate(batches):
         xb, yb = xb.to(device), yb.to(device)
         mb = mb.to(device) if mb is not None else None
-        sb = sb.to(device) if sb is not None else None
-        _, batch_loss, batch_second = objective.batch_sums(_forward(model, xb, sb), yb, mb)
+        extra = {k: v.to(device) for k, v in extra.items()}
+        _, batch_loss, batch_second = objective.batch_sums(_forward(model, xb, extra), yb, mb)
         check_loss(batch_loss, stage, batch, n_batches, xb, model)
         loss_sum += batch_loss
         second += batch_second
@@ -194,9 +197,11 @@ class _FoldData:
     test_idx: np.ndarray
     test_sets: dict  # separate test sets (fixed_test_sets): key -> rows
     val_split: str  # how the validation rows were drawn (splits.validation_method)
-    # the step sizes Δ (N, L) for a model that takes them (its INPUTS), and their source
-    steps: np.ndarray | None = None
+    # the extra inputs the model takes (its INPUTS beyond the values: the step sizes Δ
+    # (N, L) as "steps", the observation mask (N, C, L) as "mask"), and their sources
+    inputs: dict = field(default_factory=dict)
     steps_source: str | None = None
+    mask_source: str | None = None
 
     def target_var(self, rows) -> float | None:
         """The variance (ddof 0) of the observed regression targets of ``rows``; None for
@@ -211,7 +216,7 @@ class _FoldData:
     def score(self, model, rows, batch_size, device, stage: str) -> tuple[float, float]:
         return evaluate(
             model, self.objective, self.dataset.X, self.dataset.y, self.mask, rows,
-            batch_size, device, stage, steps=self.steps,
+            batch_size, device, stage, inputs=self.inputs,
         )  # fmt: skip
 
 
@@ -270,7 +275,9 @@ def _set_up(spec: dict, threads: int) -> _RunSetup:
         spec["model_params"], per_step=objective.per_step,
     )  # fmt: skip
     if "steps" in model_inputs(model):  # a time-aware model: Δ from the timestamps
-        data.steps, data.steps_source = dataset.steps()
+        data.inputs["steps"], data.steps_source = dataset.steps()
+    if "mask" in model_inputs(model):  # which values were observed
+        data.inputs["mask"], data.mask_source = dataset.observed()
     return _RunSetup(spec, seed, device, data, batch_size, model)
 
 
@@ -297,6 +304,12 @@ class _DeepTraining:
             self.log(
                 f"warning: {run.spec['model']} takes time steps but {run.spec['dataset']} has "
                 "no timestamps (no T.npy): it is given Δ = 1 at every step (the record says so)"
+            )
+        if self.data.mask_source == self.data.dataset.OBSERVED_ALL:
+            self.log(
+                f"warning: {run.spec['model']} takes the observation mask but "
+                f"{run.spec['dataset']} has none (no M.npy): every value is marked observed "
+                "(the record says so)"
             )
         self.optimizer = build_optimizer(self.model, settings)
         self.shuffle = torch.Generator().manual_seed(run.seed)
@@ -451,14 +464,14 @@ class _DeepTraining:
         self.model.train()
         batches = _batches(
             data.objective, data.dataset.X, data.dataset.y, data.mask,
-            order[step * batch_size :], batch_size, steps=data.steps,
+            order[step * batch_size :], batch_size, inputs=data.inputs,
         )  # fmt: skip
-        for xb, yb, mb, sb in batches:
+        for xb, yb, mb, extra in batches:
             xb, yb = xb.to(device), yb.to(device)
             mb = mb.to(device) if mb is not None else None
-            sb = sb.to(device) if sb is not None else None
+            extra = {k: v.to(device) for k, v in extra.items()}
             self.optimizer.zero_grad(set_to_none=True)
-            out = _forward(self.model, xb, sb)
+            out = _forward(self.model, xb, extra)
             loss, batch_loss, batch_second = data.objective.batch_sums(out, yb, mb)
             # Before the step: a NaN gradient would reach the weights and any checkpoint.
             check_loss(batch_loss, f"[{self.name}] training, epoch {state.epoch}", step,
@@ -583,6 +596,8 @@ class _DeepTraining:
                 "val_split": data.val_split,
                 "inputs": list(model_inputs(self.model)),
                 "steps_source": data.steps_source,
+                "mask_source": data.mask_source,
+                "probes": run_probes(self.model, data.dataset.meta),
                 "train_seconds": self.train_seconds,
                 "test_seconds": self.test_seconds,
                 "params": self.n_params,
@@ -739,6 +754,8 @@ def _run_estimator(
             "val_split": "none" if model.fit_on_validation else val_split,
             "inputs": list(model_inputs(model)),
             "steps_source": None,
+            "mask_source": None,
+            "probes": None,
             "train_seconds": train_seconds,
             "test_seconds": test_seconds,
             "params": None,  # not applicable: see ssmbench.report.style.COMPLEXITY_PROXY

@@ -4,7 +4,7 @@ batch size, and batches read by index from a (memory-mapped) prepared dataset.""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 import torch
@@ -87,10 +87,11 @@ def iterate_batches(
     *,
     target_dtype=np.int64,
     target_mask: np.ndarray | None = None,
-    steps: np.ndarray | None = None,
-) -> Iterator[tuple[torch.Tensor, ...]]:
-    """Batches ``(x, y)`` (or ``(x, y, target_mask)``), then the rows' ``steps`` (N, L) when
-    given, read by index from X (a memory map is fine: only the batch is loaded).
+    inputs: Mapping[str, np.ndarray] | None = None,
+) -> Iterator[tuple]:
+    """Batches ``(x, y)`` (or ``(x, y, target_mask)``), then, when ``inputs`` is given, a
+    dict of its arrays' rows (a time-aware model's ``steps`` (N, L) float32, ``mask``
+    (N, C, L) bool), read by index from X (a memory map is fine: only the batch is loaded).
 
     Shuffled with `generator` when given. Indices within a batch are sorted so a memory
     map is read front to back; the order inside a batch does not change the gradient.
@@ -105,6 +106,12 @@ def iterate_batches(
         out = (xb, yb)
         if target_mask is not None:
             out += (torch.from_numpy(np.asarray(target_mask[batch], dtype=bool)),)
-        if steps is not None:
-            out += (torch.from_numpy(np.ascontiguousarray(steps[batch], dtype=np.float32)),)
+        if inputs is not None:
+            out += ({name: _rows(values, batch) for name, values in inputs.items()},)
         yield out
+
+
+def _rows(values: np.ndarray, batch: np.ndarray) -> torch.Tensor:
+    """The batch's rows of an extra input: bool stays bool (a mask), the rest float32."""
+    dtype = bool if values.dtype == np.bool_ else np.float32
+    return torch.from_numpy(np.ascontiguousarray(values[batch], dtype=dtype))
