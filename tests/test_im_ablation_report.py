@@ -128,3 +128,11 @@ def test_without_a_pair_or_a_standard_error_it_is_not_tested(caplog):
     single = pd.DataFrame([*_runs("A", BASE, {"test": [0.9]}),
                            *_runs("B", INPUT, {"test": [0.95]})])  # fmt: skip
     assert im_ablation_claims(im_ablation_results(single))["verdict"].tolist() == ["not tested"]
+
+
+def test_means_equal_up_to_rounding_are_a_tie():
+    # 0.95 three times against 0.925, 0.95, 0.975: the means differ by ~1e-16 only
+    rows = [*_runs("TIDES-drop", BASE, {"rate=0.7": [0.95] * 3}),
+            *_runs("TIDES-drop-im", INPUT, {"rate=0.7": [0.925, 0.95, 0.975]})]  # fmt: skip
+    row = im_ablation_table(im_ablation_results(pd.DataFrame(rows))).iloc[0]
+    assert row["better"] == "tie" and row["difference"] == 0.0

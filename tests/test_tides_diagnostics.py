@@ -42,14 +42,11 @@ def test_a_suite_runs_each_benchmark_with_its_own_models():
 
 
 def test_model_overrides_apply_to_that_model_only_and_last():
-    mamba = job_spec(
-        PARAMS, Job("uea_drop", "BasicMotionsDrop", "Mamba1-drop", 0), "tides-diagnostics"
-    )
-    tides = job_spec(
-        PARAMS, Job("uea_drop", "BasicMotionsDrop", "TIDES-drop", 0), "tides-diagnostics"
-    )
+    mamba = job_spec(PARAMS, Job("uea_drop", "EigenWormsDrop", "Mamba2-drop", 0), "tides-paper")
+    tides = job_spec(PARAMS, Job("uea_drop", "EigenWormsDrop", "TIDES-drop", 0), "tides-paper")
     assert mamba["settings"]["weight_decay"] == 0.0 and tides["settings"]["weight_decay"] == 0.1
     assert mamba["settings"]["lr"] == tides["settings"]["lr"] == 1e-3
+    assert mamba["settings"]["batch_size"] == 32 and tides["settings"]["batch_size"] == 10
 
 
 @pytest.mark.parametrize(
@@ -63,7 +60,7 @@ def test_model_overrides_apply_to_that_model_only_and_last():
 )
 def test_bad_per_benchmark_models_or_model_overrides_are_named(edit, message):
     params = copy.deepcopy(PARAMS)
-    edit(params["suites"]["tides-diagnostics"])
+    edit(params["suites"]["tides-paper"])
     with pytest.raises(ConfigError, match=message):
         check_params(params)
 

@@ -123,6 +123,8 @@ def _compare(results: pd.DataFrame) -> pd.DataFrame:
             for stat in ("mean", "std", "sd1", "n"):
                 row[f"{mode}_{stat}"] = getattr(side, stat) if side is not None else np.nan
         diff = row[f"{INPUT}_mean"] - row[f"{LTI}_mean"]
+        if np.isclose(row[f"{INPUT}_mean"], row[f"{LTI}_mean"], rtol=1e-9, atol=0.0):
+            diff = 0.0  # equal means (e.g. 38/40 on both sides), not a rounding-level winner
         row["difference"] = diff
         row["improvement"] = diff if HIGHER_IS_BETTER[row["metric"]] else -diff
         if all(row[f"{m}_n"] >= 2 for m in (LTI, INPUT)):
