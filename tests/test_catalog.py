@@ -78,14 +78,16 @@ def test_tides_entries():
     for e in physiome:
         assert (e.task, e.domain, e.n_classes) == ("regression", "Physiome", None)
         assert e.source == "https://zenodo.org/records/11492058"
-    (flash,) = catalog(benchmark="synthetic")
-    assert (flash.name, flash.task, flash.C, flash.L, flash.domain) == (
-        "FadingFlash",
-        "regression",
-        4,
-        40,
-        "Synthetic",
-    )
+    flash, noisy = catalog(benchmark="synthetic")
+    for entry, name in ((flash, "FadingFlash"), (noisy, "FadingFlashNoisy")):
+        assert (entry.name, entry.task, entry.C, entry.L, entry.domain, entry.N) == (
+            name,
+            "regression",
+            4,
+            40,
+            "Synthetic",
+            120_000,  # the generator's defaults: 100,000 + 10 x 2,000
+        )
     drop, basic_drop = sorted(
         catalog(benchmark="uea_drop"), key=lambda e: e.name != "EigenWormsDrop"
     )
@@ -103,7 +105,7 @@ def test_tides_entries():
 
 def test_entries_are_frozen_and_unique():
     entries = catalog()
-    assert len(entries) == 30 + 29 + 5 + 1 + 2
+    assert len(entries) == 30 + 29 + 5 + 2 + 2
     assert all(isinstance(e, CatalogEntry) for e in entries)
     assert len({(e.benchmark, e.name) for e in entries}) == len(entries)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -132,7 +134,7 @@ def test_cli_datasets_table(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no params.yaml here: the command must not need one
     assert main(["datasets"]) == 0
     out = capsys.readouterr().out
-    assert "uea: 30, monster: 29, physiome: 5, synthetic: 1, uea_drop: 2" in out
+    assert "uea: 30, monster: 29, physiome: 5, synthetic: 2, uea_drop: 2" in out
     for column in ("name", "benchmark", "domain", "task", "N", "C", "L", "classes", "source"):
         assert column in out.splitlines()[0]
     assert "S2Agri-17" in out and "FadingFlash" in out
@@ -148,7 +150,7 @@ def test_cli_datasets_csv(capsys, tmp_path, monkeypatch):
     assert main(["--params", "missing.yaml", "datasets", "--format", "csv"]) == 0
     captured = capsys.readouterr()
     rows = list(csv.DictReader(io.StringIO(captured.out)))
-    assert len(rows) == 67
+    assert len(rows) == 68
     assert Counter(r["benchmark"] for r in rows)["monster"] == 29
     lakeice = next(r for r in rows if r["name"] == "LakeIce")
     assert (lakeice["N"], lakeice["C"], lakeice["L"], lakeice["classes"]) == (
