@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from importlib import resources
 
 import numpy as np
 import pandas as pd
@@ -168,3 +169,50 @@ def test_the_decay_figure_reads_the_records_probes(tmp_path):
     assert all(p.is_file() for p in files.values())
     files = fading_flash_decay_figure(decay.iloc[0:0], tmp_path / "empty")
     assert all(p.is_file() for p in files.values())
+
+
+# --- per-dataset hyperparameters: the Log-NCDE benchmark's S5 -------------------------
+def _logncde_s5_params(C, K, H, n_layers, ssm_size, time):
+    """The parameters of the Log-NCDE repository's S5 (models/S5.py, conj_sym): Linear
+    encoder, per layer Λ (re, im), B, C (complex, P = ssm_size / 2 states), D, log Δ and a
+    GLU(H, H); Linear head."""
+    P = ssm_size // 2
+    layer = 2 * P + 2 * P * H + 2 * H * P + H + P + 2 * (H * H + H)
+    return (C + int(time)) * H + H + n_layers * layer + H * K + K
+
+
+@pytest.mark.parametrize(
+    "dataset, C, K",
+    [("EigenWorms", 6, 5), ("EthanolConcentration", 3, 4), ("Heartbeat", 61, 2),
+     ("MotorImagery", 64, 2), ("SelfRegulationSCP1", 6, 2), ("SelfRegulationSCP2", 7, 2)],
+)  # fmt: skip
+def test_a_dataset_gets_its_own_hyperparameters(dataset, C, K):
+    from ssmbench.complexity import count_params
+
+    spec = job_spec(PARAMS, Job("uea", dataset, "S5-logncde", 0), "default")
+    hyper = spec["model_params"]
+    assert "dataset_params" not in hyper
+    config = json.loads(
+        resources.files("ssmbench.reference").joinpath("logncde_repeat_configs.json").read_text()
+    )["S5"][dataset]
+    assert hyper["d_model"] == int(config["hidden_dim"])  # params.yaml holds the repository's
+    assert hyper["n_layers"] == int(config["num_blocks"])
+    assert hyper["ssm_size"] == int(config["ssm_dim"])
+    assert hyper["ssm_blocks"] == int(config["ssm_blocks"])
+    assert hyper["time_channel"] == (config["time"] == "True")
+    model = build_model("S5-logncde", C, K, 100, hyper)
+    expected = _logncde_s5_params(
+        C, K, hyper["d_model"], hyper["n_layers"], hyper["ssm_size"], hyper["time_channel"]
+    )
+    assert count_params(model) == expected
+
+
+def test_bad_dataset_params_are_named():
+    params = copy.deepcopy(PARAMS)
+    params["models"]["S5-logncde"]["dataset_params"]["Heartbeat"]["d_modle"] = 3
+    with pytest.raises(ConfigError, match=r"S5-logncde.dataset_params.Heartbeat.*d_modle"):
+        check_params(params)
+    params = copy.deepcopy(PARAMS)
+    params["models"]["S5-logncde"]["dataset_params"]["NoSuchSet"] = {"d_model": 8}
+    with pytest.raises(ConfigError, match="'NoSuchSet' is not a dataset of any benchmark"):
+        check_params(params)

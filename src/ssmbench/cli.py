@@ -221,7 +221,7 @@ def _record_path(args, params, job) -> Path:
 
 
 def cmd_report(args) -> int:
-    from ssmbench.config import suite_grid, suite_models
+    from ssmbench.config import model_entry, suite_grid, suite_models
     from ssmbench.report.build import build_published, build_report
     from ssmbench.report.outputs import report_outputs
 
@@ -252,7 +252,7 @@ def cmd_report(args) -> int:
         benchmark_models={b: suite_models(params, b) for b in suite["benchmarks"]},
         grid=[(j.benchmark, j.dataset, j.model, j.fold) for j in grid],
         benchmarks=sorted({j.benchmark for j in grid}),
-        model_entries={m: params["models"][m] for m in sorted({j.model for j in grid})},
+        model_entries={m: model_entry(params, m) for m in sorted({j.model for j in grid})},
     )
     for name, path in written.items():
         print(f"{name}: {path}")
@@ -269,7 +269,7 @@ def _log_to_stderr() -> None:
 
 def cmd_complexity(args) -> int:
     from ssmbench.complexity import count_params, mmac
-    from ssmbench.config import ConfigError
+    from ssmbench.config import ConfigError, model_entry
     from ssmbench.models import build_model, is_estimator
 
     params = _params(args)
@@ -287,7 +287,8 @@ def cmd_complexity(args) -> int:
     width = max(14, *(len(n) + 2 for n in names))
     print(f"{'model':<{width}}{'params':>12}{'MMac':>12}   ({shape})")
     for name in names:
-        model = build_model(name, args.channels, args.classes, args.length, params["models"][name])
+        entry = model_entry(params, name)
+        model = build_model(name, args.channels, args.classes, args.length, entry)
         if is_estimator(model):
             print(f"{name:<{width}}{'n/a':>12}{'n/a':>12}")
             continue
@@ -298,10 +299,11 @@ def cmd_complexity(args) -> int:
 
 def _complexity_table4(params, args) -> int:
     """Per model and MONSTER domain: ours beside the MS4N paper's Table 4."""
+    from ssmbench.config import model_entry
     from ssmbench.io import atomic_write
     from ssmbench.report.table4 import declared_gaps, table4_comparison
 
-    df = table4_comparison(params["models"], args.models)
+    df = table4_comparison({m: model_entry(params, m) for m in params["models"]}, args.models)
 
     def num(v, fmt):
         return "n/a" if v is None or v != v else format(v, fmt)

@@ -108,6 +108,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     # checks them against the family, build_model passes them to its constructor
     "models.*.family": ("ssmbench.models.registry:validate_model_params",),
     "models.*.*": ("ssmbench.models.registry:validate_model_params",),
+    "models.*.dataset_params": ("ssmbench.config:model_entry",),
     "suites.*.benchmarks.*": ("ssmbench.config:suite_grid",),
     "suites.*.models": ("ssmbench.config:suite_models",),
     "suites.*.benchmark_models.*": ("ssmbench.config:suite_models",),
@@ -359,6 +360,12 @@ def name_problems(params: dict) -> list[str]:
                 for d in bench.get("dataset_overrides") or {}
             ]
     found += [("models", "model", m) for m in params.get("models") or {}]
+    for model, entry in (params.get("models") or {}).items():
+        if isinstance(entry, dict):
+            found += [
+                (f"models.{model}.dataset_params", "dataset", d)
+                for d in entry.get("dataset_params") or {}
+            ]
     for sname, suite in (params.get("suites") or {}).items():
         found.append(("suites", "suite", sname))
         if not isinstance(suite, dict):
@@ -398,11 +405,18 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
             f"suite: {params.get('suite')!r} is not a suite defined under `suites:` "
             f"(known: {', '.join(sorted(suites))})"
         )
+    known = {d for b in params.get("benchmarks", {}).values() for d in b.get("datasets") or []}
     for name, entry in params.get("models", {}).items():
-        try:
-            validate_model_params(name, entry)
-        except ValueError as exc:
-            problems.append(f"models.{name}: {exc}")
+        own = (entry.get("dataset_params") or {}) if isinstance(entry, dict) else {}
+        for dataset in [None, *own]:
+            where = f"models.{name}" + (f".dataset_params.{dataset}" if dataset else "")
+            if dataset is not None and dataset not in known:
+                problems.append(f"{where}: {dataset!r} is not a dataset of any benchmark")
+                continue
+            try:
+                validate_model_params(name, model_entry(params, name, dataset))
+            except ValueError as exc:
+                problems.append(f"{where}: {exc}")
     for bname, bench_params in params["benchmarks"].items():
         for ds in bench_params.get("dataset_overrides") or {}:
             if ds not in bench_params["datasets"]:
@@ -643,6 +657,17 @@ def benchmark_settings(
     return settings
 
 
+def model_entry(params: dict, model: str, dataset: str | None = None) -> dict:
+    """A model's params.yaml entry as a run on ``dataset`` builds it: its hyperparameters
+    with the dataset's own (``dataset_params: {<dataset>: {...}}``, e.g. the Log-NCDE
+    benchmark's S5 per UEA set) over them, ``dataset_params`` itself left out."""
+    entry = copy.deepcopy(params["models"][model])
+    own = entry.pop("dataset_params", None) or {}
+    if dataset is not None:
+        entry.update(own.get(dataset) or {})
+    return entry
+
+
 def run_settings(params: dict, job: Job, suite: str | None = None) -> dict:
     """A run's training settings: its benchmark's (``benchmark_settings``), then the suite's
     ``model_overrides`` for its model, last (e.g. the TIDES drop-rate ablation trains the
@@ -662,7 +687,7 @@ def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]
         "dataset": job.dataset,
         "model": job.model,
         "fold": job.fold,
-        "model_params": copy.deepcopy(params["models"][job.model]),
+        "model_params": model_entry(params, job.model, job.dataset),
         "settings": run_settings(params, job, suite),
         "prepared_dir": str(Path(params["paths"]["prepared"]) / job.benchmark / job.dataset),
         "code": training_code_digest(params["models"][job.model]["family"]),

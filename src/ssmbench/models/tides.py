@@ -112,10 +112,14 @@ Deviations
 * TIDES ``mask_channels`` (off in every configuration here): the observation mask M as C
   more input channels, for data whose missing values are zeros (the reference feeds
   Physiome-ODE's values alone, zeros where unobserved, ``tides_forecasting.py``).
-* MambaS ``time_channel``: the drop-rate reference gives its Mamba models the time
-  linspace(0, L, L) / L of the full grid as an extra input channel; ours prepends
-  t / (L − 1) from the step sizes (``frame.with_time_channel``: a constant factor apart
-  from the reference's on a drop-rate variant, whose L is the longest kept series).
+* S5 ``block_glu: plain``: the S5 reference's (and the Log-NCDE benchmark's) block GLU,
+  w1 z * σ(w2 z) without the TIDES reference's output projection (``S5-logncde``).
+* S5 and MambaS ``time_channel``: the Log-NCDE benchmark's S5 configurations add a time
+  channel on some UEA sets (``time: True``: linspace(0, 1, L)), and the drop-rate
+  reference gives its Mamba models the time linspace(0, L, L) / L of the full grid; ours
+  prepends t / (L − 1) from the step sizes (``frame.with_time_channel``: on regular data
+  the same up to one step, on a drop-rate variant, whose L is the longest kept series, a
+  constant factor apart).
 
 MACs (``count_macs``; see ssmbench.complexity)
 ------------------------------------------------
@@ -138,6 +142,7 @@ import torch.nn.functional as F
 from .frame import SequenceClassifier, optional_dropout, with_time_channel
 from .tides_scan import DISCRETIZATIONS
 from .tides_ssm import (
+    GLU,
     MODES,
     PROJ_INITS,
     RE_MAPS,
@@ -223,15 +228,22 @@ MODEL_ENTRIES: dict[str, dict] = {
 }
 
 
+#: The block's feed-forward GLU: the TIDES reference's (with a projection) or S5's plain one.
+BLOCK_GLUS = ("expanded", "plain")
+
+
 class TIDESBlock(nn.Module):
     """BatchNorm (no affine) -> TIDESSSM -> GELU -> dropout -> GLU -> dropout -> residual
     (tides.py:886-970)."""
 
-    def __init__(self, d_model: int, dropout: float, ff_mult: float, **ssm) -> None:
+    def __init__(
+        self, d_model: int, dropout: float, ff_mult: float, block_glu: str = "expanded", **ssm
+    ) -> None:
         super().__init__()
         self.norm = nn.BatchNorm1d(d_model, affine=False)
         self.ssm = TIDESSSM(d_model, **ssm)
-        self.glu = ExpandedGLU(d_model, ff_mult)
+        # "expanded": the TIDES reference's GLU with a projection; "plain": S5's w1 * σ(w2)
+        self.glu = ExpandedGLU(d_model, ff_mult) if block_glu == "expanded" else GLU(d_model)
         self.dropout = optional_dropout(dropout)
 
     def forward(self, x: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
@@ -257,6 +269,7 @@ class _TimeAwareSSMClassifier(SequenceClassifier):
         dropout: float,
         time_channel: bool = False,
         mask_channels: bool = False,
+        block_glu: str = "expanded",
         **ssm,
     ) -> None:
         if encoder_depth < 0 or n_layers < 1:
@@ -268,7 +281,10 @@ class _TimeAwareSSMClassifier(SequenceClassifier):
         n_in = self.n_channels * (1 + int(mask_channels)) + int(time_channel)
         self.encoder = GluEncoder(n_in, d_model, encoder_depth)
         self.blocks = nn.ModuleList(
-            [TIDESBlock(d_model, float(dropout), float(ff_mult), **ssm) for _ in range(n_layers)]
+            [
+                TIDESBlock(d_model, float(dropout), float(ff_mult), block_glu, **ssm)
+                for _ in range(n_layers)
+            ]
         )
         self.head = nn.Linear(d_model, self.n_classes)  # the reference's head (tides.py:1135)
 
@@ -377,7 +393,11 @@ class S5Classifier(_TimeAwareSSMClassifier):
     modes ``lti`` has the same parameters and output)."""
 
     TEST_PARAMS = {"d_model": 8, "ssm_size": 8, "ssm_blocks": 2, "encoder_depth": 0}
-    CHOICES = {"lambda_re_map": RE_MAPS, "discretization": DISCRETIZATIONS}
+    CHOICES = {
+        "lambda_re_map": RE_MAPS,
+        "discretization": DISCRETIZATIONS,
+        "block_glu": BLOCK_GLUS,
+    }
 
     def __init__(
         self,
@@ -399,6 +419,8 @@ class S5Classifier(_TimeAwareSSMClassifier):
         discretization: str = "zoh",
         dt_min: float = 0.001,
         dt_max: float = 0.1,
+        time_channel: bool = False,
+        block_glu: str = "expanded",
         per_step: bool = False,
     ) -> None:
         super().__init__(n_channels, n_classes, length, per_step)
@@ -408,6 +430,8 @@ class S5Classifier(_TimeAwareSSMClassifier):
             encoder_depth,
             ff_mult,
             dropout,
+            time_channel,
+            block_glu=block_glu,
             ssm_size=ssm_size,
             ssm_blocks=ssm_blocks,
             lambda_re_map=lambda_re_map,
