@@ -134,15 +134,20 @@ def test_per_step_output(family):
 
 @pytest.mark.parametrize("name", sorted(PARAMS_MODELS))
 def test_params_yaml_models_validate_and_build(name):
-    """Every params.yaml model at its real width, for a small and an extreme (C, K)."""
-    entry = PARAMS_MODELS[name]
-    validate_model_params(name, entry)
-    for C, L, K in [(2, 20, 3), (1345, 64, 82)]:
-        model = build_model(name, C, K, L, entry)
-        if is_estimator(model):
-            return  # fit/predict: test_estimator_fits_and_predicts
-        with torch.no_grad():
-            assert model(torch.randn(1, C, L)).shape == (1, K)
+    """Every params.yaml model at its real width (and at each dataset's own
+    ``dataset_params``), for a small and an extreme (C, K)."""
+    from ssmbench.config import model_entry
+
+    params = {"models": PARAMS_MODELS}
+    for dataset in [None, *(PARAMS_MODELS[name].get("dataset_params") or {})]:
+        entry = model_entry(params, name, dataset)
+        validate_model_params(name, entry)
+        for C, L, K in [(2, 20, 3), (1345, 64, 82)]:
+            model = build_model(name, C, K, L, entry)
+            if is_estimator(model):
+                return  # fit/predict: test_estimator_fits_and_predicts
+            with torch.no_grad():
+                assert model(torch.randn(1, C, L)).shape == (1, K)
 
 
 # ----------------------------------------------------------------------------- estimators

@@ -9,7 +9,6 @@ table and figure give its mean ± std over the runs (seeds), per dataset.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +16,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from . import style
+from .claims import claim_row, parsed
 from .tables import MISSING, PM
 
-log = logging.getLogger(__name__)
+#: What a claim says when a model or test set it needs has no run.
+MISSING_RUN = "a model or r_test it needs has no run"
 
 #: The benchmarks whose records are drop-rate runs (``<Base>Drop`` datasets).
 DROP_BENCHMARKS = ("uea_drop",)
@@ -40,6 +41,10 @@ _COLUMNS = ["benchmark", "dataset", "model", "fold", "rate", "accuracy"]
 _PREFIX = "rate="
 
 
+def _claim(claim, criterion, numbers, holds, needed) -> dict:
+    return claim_row(claim, criterion, numbers, holds, needed, missing=MISSING_RUN)
+
+
 def drop_rate_results(records: pd.DataFrame) -> pd.DataFrame:
     """One row per (record, test drop rate) of the drop-rate records (benchmarks in
     ``DROP_BENCHMARKS``): ``benchmark, dataset, model, fold, rate, accuracy``."""
@@ -49,7 +54,7 @@ def drop_rate_results(records: pd.DataFrame) -> pd.DataFrame:
     sel = records[records["benchmark"].isin(DROP_BENCHMARKS)]
     for r in sel.itertuples(index=False):
         test_sets = getattr(r, "test_sets", None)
-        sets = test_sets if isinstance(test_sets, dict) else _parsed(test_sets)
+        sets = parsed(test_sets)
         for key, entry in sorted(sets.items()):
             if not key.startswith(_PREFIX):
                 continue
@@ -61,14 +66,6 @@ def drop_rate_results(records: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame(rows, columns=_COLUMNS)
     order = ["benchmark", "dataset", "model", "rate", "fold"]
     return out.sort_values(order, kind="stable").reset_index(drop=True)
-
-
-def _parsed(value) -> dict:
-    import json
-
-    if isinstance(value, str) and value:
-        return json.loads(value)
-    return {}
 
 
 def _summary(results: pd.DataFrame) -> pd.DataFrame:
@@ -142,15 +139,6 @@ def drop_rate_claims(results: pd.DataFrame) -> pd.DataFrame:
             t1 >= t0 - KEEP and m1 <= m0 - FALL, [t0, t1, m0, m1],
         ))  # fmt: skip
     return pd.DataFrame(rows)
-
-
-def _claim(claim, criterion, numbers, holds, needed) -> dict:
-    if any(not np.isfinite(v) for v in needed):
-        verdict, numbers = "not tested", "a model or r_test it needs has no run"
-        log.warning("drop rate: %s: not tested (a model or r_test it needs has no run)", claim)
-    else:
-        verdict = "holds" if holds else "does not hold"
-    return {"claim": claim, "criterion": criterion, "numbers": numbers, "verdict": verdict}
 
 
 def drop_rate_figure(results: pd.DataFrame, path_stem) -> dict[str, Path]:

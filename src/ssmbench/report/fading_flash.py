@@ -9,7 +9,6 @@ the runs (seeds).
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -17,9 +16,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from . import style
+from .claims import claim_row, parsed
 from .tables import MISSING, PM
 
-log = logging.getLogger(__name__)
+#: What a claim says when a model or test set it needs has no run.
+MISSING_RUN = "a model or Δ it needs has no run"
 
 DATASET = ("synthetic", "FadingFlash")
 #: The noisy variant: trained on noisy rows, tested on clean ones (data/fading_flash.py).
@@ -33,6 +34,10 @@ CLAIM_MODELS = {"S5": "FF-S5", "TIDES": "FF-TIDES", "MambaS": "FF-MambaS"}
 FACTOR = 3.0
 #: "Accurate": a relative error at most this (%) at every Δ.
 ACCURATE_PCT = 10.0
+
+
+def _claim(claim, criterion, numbers, holds, needed) -> dict:
+    return claim_row(claim, criterion, numbers, holds, needed, missing=MISSING_RUN)
 
 
 def _of(records: pd.DataFrame, dataset: str) -> pd.DataFrame:
@@ -50,7 +55,7 @@ def fading_flash_results(records: pd.DataFrame, dataset: str = DATASET[1]) -> pd
     sel = _of(records, dataset)
     for r in sel.itertuples(index=False):
         test_sets = getattr(r, "test_sets", None)
-        sets = test_sets if isinstance(test_sets, dict) else _parsed(test_sets)
+        sets = parsed(test_sets)
         for key, entry in sorted(sets.items()):
             if not key.startswith("dt="):
                 continue
@@ -60,14 +65,6 @@ def fading_flash_results(records: pd.DataFrame, dataset: str = DATASET[1]) -> pd
                          "mse": mse, "target_var": var, "rel_error": rel})  # fmt: skip
     out = pd.DataFrame(rows, columns=columns)
     return out.sort_values(["model", "dt", "fold"], kind="stable").reset_index(drop=True)
-
-
-def _parsed(value) -> dict:
-    import json
-
-    if isinstance(value, str) and value:
-        return json.loads(value)
-    return {}
 
 
 def _summary(results: pd.DataFrame) -> pd.DataFrame:
@@ -154,15 +151,6 @@ def fading_flash_claims(results: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _claim(claim, criterion, numbers, holds, needed) -> dict:
-    if any(not np.isfinite(v) for v in needed):
-        verdict, numbers = "not tested", "a model or Δ it needs has no run"
-        log.warning("fading flash: %s: not tested (a model or Δ it needs has no run)", claim)
-    else:
-        verdict = "holds" if holds else "does not hold"
-    return {"claim": claim, "criterion": criterion, "numbers": numbers, "verdict": verdict}
-
-
 def fading_flash_figure(
     results: pd.DataFrame, path_stem, title: str = "Fading Flash"
 ) -> dict[str, Path]:
@@ -204,7 +192,7 @@ def decay_results(records: pd.DataFrame, dataset: str = DATASET[1]) -> pd.DataFr
         return pd.DataFrame(columns=columns)
     rows = []
     for r in _of(records, dataset).itertuples(index=False):
-        probes = r.probes if isinstance(r.probes, dict) else _parsed(r.probes)
+        probes = parsed(r.probes)
         probe = (probes or {}).get("effective_decay")
         if not probe:
             continue

@@ -13,14 +13,12 @@ but for ``lambda_im_mode``; a key a model entry leaves out takes the family's de
 from __future__ import annotations
 
 import json
-import logging
 
 import numpy as np
 import pandas as pd
 
+from .claims import claim_row, parsed
 from .tables import MISSING, PM
-
-log = logging.getLogger(__name__)
 
 FAMILY = "tides"
 LTI, INPUT = "lti", "input_dependent"
@@ -38,18 +36,10 @@ _COLUMNS = ["benchmark", "dataset", "test_set", "lti_model", "input_model", "mod
 _KEYS = ["benchmark", "dataset", "test_set", "lti_model", "input_model", "metric"]
 
 
-def _parsed(value) -> dict:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str) and value:
-        return json.loads(value)
-    return {}
-
-
 def _measures(r) -> list[tuple[str, str, float]]:
     """A record's ``(test_set, metric, value)``: accuracy or MSE per separate test set, or
     the record's test error under ``TEST_KEY`` when it has none."""
-    sets = _parsed(getattr(r, "test_sets", None))
+    sets = parsed(getattr(r, "test_sets", None))
     task = getattr(r, "task", None)
     if not isinstance(task, str):  # no task column: a test set with an accuracy classifies
         task = "classification" if any("accuracy" in e for e in sets.values()) else "regression"
@@ -76,7 +66,7 @@ def im_ablation_results(records: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=_COLUMNS)
     groups: dict[tuple, dict[str, list]] = {}
     for r in records.itertuples(index=False):
-        hyper = {**DEFAULTS, **_parsed(r.model_params)}
+        hyper = {**DEFAULTS, **parsed(r.model_params)}
         family = getattr(r, "family", None)
         family = family if isinstance(family, str) else hyper.get("family")
         if family != FAMILY or hyper["lambda_re_mode"] != INPUT or hyper["bc_mode"] != INPUT:
@@ -190,13 +180,13 @@ def im_ablation_claims(results: pd.DataFrame) -> pd.DataFrame:
         "s₂²/n₂), ddof-1 stds; accuracy: higher is better; MSE: lower is better)"
     )
     if results.empty:
-        return pd.DataFrame([_claim(claim, criterion, reason="no LTI / input-dependent Im Λ "
-                                    "pair has runs")])  # fmt: skip
+        why = "no LTI / input-dependent Im Λ pair has runs"
+        return pd.DataFrame([claim_row(claim, criterion, "", False, [np.nan], missing=why)])
     c = _compare(results)
     compared = c[np.isfinite(c["se"])]
     if compared.empty:
-        return pd.DataFrame([_claim(claim, criterion, reason="no (dataset, test set) has ≥ 2 "
-                                    "runs of both modes")])  # fmt: skip
+        why = "no (dataset, test set) has ≥ 2 runs of both modes"
+        return pd.DataFrame([claim_row(claim, criterion, "", False, [np.nan], missing=why)])
     imp, se = compared["improvement"], compared["se"]
     beyond = imp > SE_FACTOR * se
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -208,13 +198,4 @@ def im_ablation_claims(results: pd.DataFrame) -> pd.DataFrame:
         f"{best['metric']} on {best['dataset']} / {best['test_set']} (se {best['se']:.3g}, "
         f"{z.max():.1f} se)"
     )
-    return pd.DataFrame([_claim(claim, criterion, numbers, not beyond.any())])
-
-
-def _claim(claim, criterion, numbers="", holds=False, reason=None) -> dict:
-    if reason is not None:
-        verdict, numbers = "not tested", reason
-        log.warning("im ablation: %s: not tested (%s)", claim, reason)
-    else:
-        verdict = "holds" if holds else "does not hold"
-    return {"claim": claim, "criterion": criterion, "numbers": numbers, "verdict": verdict}
+    return pd.DataFrame([claim_row(claim, criterion, numbers, not beyond.any())])
