@@ -105,7 +105,7 @@ def test_tides_entries():
 
 def test_entries_are_frozen_and_unique():
     entries = catalog()
-    assert len(entries) == 30 + 29 + 5 + 2 + 2
+    assert len(entries) == 30 + 29 + 5 + 2 + 2 + 7
     assert all(isinstance(e, CatalogEntry) for e in entries)
     assert len({(e.benchmark, e.name) for e in entries}) == len(entries)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -114,7 +114,7 @@ def test_entries_are_frozen_and_unique():
 
 def test_filters():
     eeg = catalog(domain="EEG")
-    assert {e.benchmark for e in eeg} == {"uea", "monster"}
+    assert {e.benchmark for e in eeg} == {"uea", "monster", "uea6"}
     assert all(e.domain == "EEG" for e in eeg)
     assert len(catalog(benchmark="monster", domain="EEG")) == 4
     assert catalog(benchmark="MONSTER", domain="har") == catalog(benchmark="monster", domain="HAR")
@@ -134,7 +134,7 @@ def test_cli_datasets_table(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no params.yaml here: the command must not need one
     assert main(["datasets"]) == 0
     out = capsys.readouterr().out
-    assert "uea: 30, monster: 29, physiome: 5, synthetic: 2, uea_drop: 2" in out
+    assert "uea: 30, monster: 29, physiome: 5, synthetic: 2, uea_drop: 2, uea6: 7" in out
     for column in ("name", "benchmark", "domain", "task", "N", "C", "L", "classes", "source"):
         assert column in out.splitlines()[0]
     assert "S2Agri-17" in out and "FadingFlash" in out
@@ -150,7 +150,7 @@ def test_cli_datasets_csv(capsys, tmp_path, monkeypatch):
     assert main(["--params", "missing.yaml", "datasets", "--format", "csv"]) == 0
     captured = capsys.readouterr()
     rows = list(csv.DictReader(io.StringIO(captured.out)))
-    assert len(rows) == 68
+    assert len(rows) == 75
     assert Counter(r["benchmark"] for r in rows)["monster"] == 29
     lakeice = next(r for r in rows if r["name"] == "LakeIce")
     assert (lakeice["N"], lakeice["C"], lakeice["L"], lakeice["classes"]) == (

@@ -309,6 +309,10 @@ def test_tides_datasets_through_the_workflow(tmp_path):
     assert all(0.0 <= v["error"] <= 1.0 for v in drop["test_sets"].values())
     # the base dataset was prepared on the way (the drop variant is derived from it)
     assert (project / "data/prepared/uea/BasicMotions/X.npy").is_file()
+    # UEA-6 protocol: 80 pooled rows, seed 2345's 56/12/12 split, its own validation rows
+    uea6 = json.loads((project / "results/runs/uea6/BasicMotions/MS4N/fold0.json").read_text())
+    assert (uea6["n_train"], uea6["n_val"], uea6["n_test"]) == (56, 12, 12)
+    assert uea6["val_split"] == "given" and uea6["protocol"]["monitor"] == "val_accuracy"
 
     heart = json.loads(
         (project / "results/runs/physiome/HodgkinHuxley1952/MS4N/fold0.json").read_text()

@@ -72,7 +72,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "*.val_split_fallback": ("ssmbench.train.protocol:_set_up",),
     "*.val_interval": ("ssmbench.train.protocol:_DeepTraining",),
     "*.early_stopping_patience": ("ssmbench.train.protocol:_DeepTraining",),
-    "protocol.monitor": ("ssmbench.train.protocol:_DeepTraining",),
+    "*.monitor": ("ssmbench.train.protocol:_DeepTraining",),
     "*.grad_clip_norm": ("ssmbench.train.protocol:_DeepTraining",),
     "protocol.deterministic": ("ssmbench.train.protocol:_set_up",),
     "protocol.seed_base": ("ssmbench.train.protocol:_set_up",),
@@ -98,6 +98,9 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "benchmarks.*.drop.seed": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
     "benchmarks.*.drop.test_seeds": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
     "benchmarks.*.drop.per_series": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
+    "benchmarks.*.split": ("ssmbench.data.sources:_prepare_uea6",),
+    "benchmarks.*.split.seeds": ("ssmbench.data.uea6:prepare_uea6_variant",),
+    "benchmarks.*.split.fractions": ("ssmbench.data.uea6:prepare_uea6_variant",),
     "benchmarks.*.archive_dir": ("ssmbench.data.sources",),
     "benchmarks.*.download": ("ssmbench.data.sources",),
     "benchmarks.*.normalise": ("ssmbench.data.sources:data_settings",),
@@ -534,14 +537,14 @@ def check_suite_sources(params: dict, suite: str | None = None) -> None:
     starts, so a missing local folder with no network fails before any job runs. Raises
     ConfigError listing each."""
     from ssmbench.data.errors import DataError
-    from ssmbench.data.sources import check_available, derived_base
+    from ssmbench.data.sources import DERIVED_SOURCES, check_available, derived_base
 
     problems = []
     for bench, dataset in suite_datasets(params, suite):
         settings = benchmark_settings(params, bench, suite, dataset)
         try:
             check_available(dataset, Path(params["paths"]["raw"]) / bench, settings)
-            if settings["source"] == "uea_drop":  # derived: its base must be available
+            if settings["source"] in DERIVED_SOURCES:  # derived: its base must be available
                 base_bench, base = derived_base(dataset, settings)
                 if base_bench not in params["benchmarks"]:
                     raise DataError(

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ssmbench.data.names import BENCHMARK_PATTERN, NAME_PATTERN
-from ssmbench.data.sources import data_settings, derived_base
+from ssmbench.data.sources import DERIVED_SOURCES, data_settings, derived_base
 from ssmbench.config import (
     ConfigError,
     Job,
@@ -112,11 +112,12 @@ def data_recipe(wildcards):
 
 
 def prepare_inputs(wildcards):
-    """A dataset's raw files; a derived dataset (uea_drop) also needs its base prepared."""
+    """A dataset's raw files; a derived dataset (uea_drop, uea6) also needs its base
+    prepared."""
     known(wildcards)
     inputs = [f"{PATHS['raw']}/{wildcards.benchmark}/{wildcards.dataset}/provenance.json"]
     settings = benchmark_settings(config, wildcards.benchmark, None, wildcards.dataset)
-    if settings["source"] == "uea_drop":
+    if settings["source"] in DERIVED_SOURCES:
         base_benchmark, base = derived_base(wildcards.dataset, settings)
         inputs.append(f"{PATHS['prepared']}/{base_benchmark}/{base}")
     return inputs

@@ -10,6 +10,9 @@ module does the work. params.yaml `benchmarks.<b>.source` picks it:
 * ``uea_drop``  a dataset of another benchmark with time steps dropped at random
                 (``drop_rate.py``): ``<Base>Drop`` is derived from the prepared ``<Base>`` of
                 the benchmark named by ``derived_from`` (EigenWormsDrop <- uea/EigenWorms).
+* ``uea6``      a UEA dataset under the Log-NCDE protocol (``uea6.py``): pooled, without
+                duplicates, one 70/15/15 split per seed; derived from the prepared dataset
+                of the same name of the benchmark named by ``derived_from`` (uea).
 
 Two jobs fetching or preparing the same dataset at once (two workflows on one shared
 folder, a retried job racing a stale one) take turns on a lock file beside the target
@@ -34,7 +37,9 @@ from ssmbench.data.provenance import (
 )
 from ssmbench.io import atomic_write_json
 
-SOURCES = ("uea", "monster", "physiome", "synthetic", "uea_drop")
+SOURCES = ("uea", "monster", "physiome", "synthetic", "uea_drop", "uea6")
+#: the sources whose datasets are made from a prepared dataset of another benchmark
+DERIVED_SOURCES = ("uea_drop", "uea6")
 #: the suffix naming a drop-rate variant: EigenWormsDrop is derived from EigenWorms
 DROP_SUFFIX = "Drop"
 #: how long a job waits for another job's fetch/prepare of the same dataset
@@ -73,8 +78,10 @@ def dataset_lock(parent: Path, name: str):
 
 
 def derived_base(name: str, settings: dict) -> tuple[str, str]:
-    """(benchmark, dataset) a ``uea_drop`` dataset is derived from: ``<Base>Drop`` <-
-    ``<derived_from>/<Base>``."""
+    """(benchmark, dataset) a derived dataset is made from: ``uea_drop``'s ``<Base>Drop``
+    <- ``<derived_from>/<Base>``, ``uea6``'s ``<Name>`` <- ``<derived_from>/<Name>``."""
+    if settings.get("source") == "uea6":
+        return settings.get("derived_from", "uea"), name
     if not name.endswith(DROP_SUFFIX) or name == DROP_SUFFIX:
         raise DataError(
             f"{name}: a drop-rate dataset is named <Base>{DROP_SUFFIX} (e.g. "
@@ -90,6 +97,11 @@ def _generated_provenance(name: str, raw_dir: Path, settings: dict, source: str)
     existing = verified_provenance(dest, name, [])
     if source == "synthetic":
         recipe = {"generator": settings.get("generator") or {}}
+    elif source == "uea6":
+        recipe = {
+            "derived_from": "/".join(derived_base(name, settings)),
+            "split": settings.get("split") or {},
+        }
     else:
         recipe = {
             "derived_from": "/".join(derived_base(name, settings)),
@@ -180,6 +192,8 @@ def prepare(name: str, raw_dir: str | Path, out_dir: str | Path, settings: dict)
             return prepare_physiome(name, raw_dir, out_dir, settings)
         if source == "synthetic":
             return _prepare_synthetic(name, out_dir, settings)
+        if source == "uea6":
+            return _prepare_uea6(name, out_dir, settings)
         return _prepare_drop(name, out_dir, settings)
 
 
@@ -217,6 +231,21 @@ def _prepare_drop(name: str, out_dir: Path, settings: dict) -> Path:
         raise DataError(
             f"benchmarks.<drop benchmark>.drop in params.yaml: {exc}. Allowed keys: "
             f"train_rate, test_rates, seed, test_seeds, per_series."
+        ) from exc
+
+
+def _prepare_uea6(name: str, out_dir: Path, settings: dict) -> Path:
+    from ssmbench.data.uea6 import prepare_uea6_variant
+
+    base_benchmark, base = derived_base(name, settings)
+    source_dir = out_dir.parent / base_benchmark / base
+    split = dict(settings.get("split") or {})
+    try:
+        return prepare_uea6_variant(source_dir, out_dir, name=name, benchmark=out_dir.name, **split)
+    except TypeError as exc:
+        raise DataError(
+            f"benchmarks.<uea6 benchmark>.split in params.yaml: {exc}. Allowed keys: seeds, "
+            "fractions."
         ) from exc
 
 
@@ -278,6 +307,15 @@ def _check_recipe(name: str, source: str, settings: dict) -> None:
             ) from exc
     elif source == "uea_drop":
         derived_base(name, settings)
+    elif source == "uea6":
+        from ssmbench.data.uea6 import check_split
+
+        try:
+            check_split(**(settings.get("split") or {}))
+        except (TypeError, ValueError) as exc:
+            raise DataError(
+                f"{name}: bad split settings (params.yaml benchmarks.<b>.split): {exc}"
+            ) from exc
     elif source == "physiome":
         from ssmbench.data.physiome import resolve_settings
 
@@ -294,5 +332,6 @@ def data_settings(settings: dict) -> str:
         "physiome": ("mode", "generator", "zenodo"),
         "synthetic": ("generator",),
         "uea_drop": ("derived_from", "drop"),
+        "uea6": ("derived_from", "split"),
     }[_source(settings)]
     return json.dumps({k: settings.get(k) for k in keys}, sort_keys=True)
