@@ -38,6 +38,10 @@ PROTOCOL_KEYS = {
     "grad_clip_norm",
     "deterministic",
     "seed_base",
+    "param_groups",
+    "lr_factor",
+    "lr_schedule",
+    "warmup_epochs",
 }
 PROTOCOL_KEYS |= set(EXECUTION_KEYS)
 
@@ -67,6 +71,10 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "protocol.optimizer": ("ssmbench.train.optim:build_optimizer",),
     "*.lr": ("ssmbench.train.optim:build_optimizer",),
     "protocol.weight_decay": ("ssmbench.train.optim:build_optimizer",),
+    "*.param_groups": ("ssmbench.train.optim:build_optimizer",),
+    "*.lr_factor": ("ssmbench.train.optim:build_optimizer",),
+    "*.lr_schedule": ("ssmbench.train.protocol:_DeepTraining",),
+    "*.warmup_epochs": ("ssmbench.train.protocol:_DeepTraining",),
     "*.val_fraction": ("ssmbench.train.protocol:_set_up",),
     "*.val_split_seed": ("ssmbench.train.splits:validation_seed",),
     "*.val_split_fallback": ("ssmbench.train.protocol:_set_up",),

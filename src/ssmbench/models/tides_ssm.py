@@ -189,6 +189,9 @@ class TIDESSSM(nn.Module):
 
     #: the projected B_t / C_t work (rank >= 0) holds this many numbers at a time at most
     CHUNK_ELEMENTS = 2**24
+    #: the static SSM leaves (those a mode keeps LTI): the TIDES reference's "ssm" group
+    #: (train.optim, param_groups: tides: lr without weight decay)
+    CORE_PARAMETERS = ("Lambda_re", "Lambda_im", "B", "C")
 
     def __init__(
         self,

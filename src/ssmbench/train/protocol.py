@@ -49,7 +49,7 @@ from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
 from ssmbench.train.checks import check_inputs, check_loss, check_split
 from ssmbench.train.objective import Objective
-from ssmbench.train.optim import build_optimizer
+from ssmbench.train.optim import build_optimizer, lr_factor_at, set_epoch_lr
 from ssmbench.train.probes import run_probes
 from ssmbench.train.record_files import curve_path_of, publish_record
 from ssmbench.train.records import provenance
@@ -451,6 +451,11 @@ class _DeepTraining:
         in progress and raises `TrainingInterrupted`."""
         state, data, device = self.state, self.data, self.run.device
         batch_size = self.run.batch_size
+        settings = self.run.spec["settings"]
+        set_epoch_lr(self.optimizer, lr_factor_at(
+            state.epoch - 1, self.max_epochs, settings.get("lr_schedule", "constant"),
+            settings.get("warmup_epochs", 0),
+        ))  # fmt: skip
         epoch_start = time.perf_counter()
         epoch_shuffle_state = self.shuffle.get_state()
         order = data.train_idx[torch.randperm(len(data.train_idx), generator=self.shuffle).numpy()]
