@@ -63,6 +63,7 @@ from .results import ours_per_dataset, paper_per_dataset, restrict
 from .scorecard import scorecard, scorecard_counts, write_scorecard
 from .style import message_figure
 from .tables import write_table
+from .uea6_table import uea6_results, write_uea6_table
 
 log = logging.getLogger("ssmbench.report")
 
@@ -167,6 +168,8 @@ def _draw(artefact: Artefact, stem: Path, ours, paper, curves, options) -> dict[
         return write_table(drop_rate_claims(options["drop_rate"]), stem)
     if key == "drop_rate":
         return drop_rate_figure(options["drop_rate"], stem)
+    if key == "uea6_results":
+        return write_uea6_table(options["uea6"], stem)
     if key == "im_ablation_table":
         return write_table(im_ablation_table(options["im_ablation"]), stem)
     if key == "im_ablation_claims":
@@ -317,6 +320,7 @@ def build_report(
         "decay": decay_results(records),
         "drop_rate": drop_rate_results(records),
         "im_ablation": im_ablation_results(records),
+        "uea6": uea6_results(records),
     }
     if "monster" in benchmarks and model_entries:
         from .table4 import table4_comparison  # builds models: imports torch, only here

@@ -45,6 +45,16 @@ def load_published_summary() -> pd.DataFrame:
     )
 
 
+def load_published_uea6() -> pd.DataFrame:
+    """The Log-NCDE benchmark's UEA-6 test accuracies: ``dataset, model, n_seeds,
+    accuracy_mean, accuracy_std`` (accuracy in 0–1, population std over the seeds)."""
+    return _read_csv(
+        "published_uea6_logncde.csv",
+        dtype={"dataset": str, "model": str, "n_seeds": int, "accuracy_mean": float,
+               "accuracy_std": float},
+    )  # fmt: skip
+
+
 #: Table 4 abbreviates satellite imagery as "SI"; the catalog (and MONSTER) say Satellite.
 DOMAIN_ALIASES = {"SI": "Satellite"}
 
