@@ -15,7 +15,7 @@ What it does (each heavy part in its own subprocess, so that each peak RSS is it
 3. ``train``: MS4N (``build_model`` with the params.yaml ``MS4N`` entry), Adam (the
    protocol's lr), ``--steps`` optimisation steps at batch ``--batch`` (256, MONSTER's),
    batches read by index from the memory-mapped prepared X by
-   ``ssmbench.train.protocol.iterate_batches`` over the training rows of fold 0, shuffled
+   ``ssmbench.train.splits.iterate_batches`` over the training rows of fold 0, shuffled
    with a seeded ``torch.Generator``. It runs under glibc's default malloc (``--fast-malloc``:
    ``MALLOC_ENV``) and with ``--threads`` (default 1) torch threads, as ``ssmbench train``
    does.
@@ -283,7 +283,8 @@ def phase_train(data: Path, steps: int, batch: int, threads: int, seed: int, par
     from ssmbench.config import load_params
     from ssmbench.data.store import PreparedDataset
     from ssmbench.models import build_model
-    from ssmbench.train.protocol import iterate_batches, seed_everything
+    from ssmbench.train.protocol import seed_everything
+    from ssmbench.train.splits import iterate_batches
 
     torch.set_num_threads(threads)
     seed_everything(seed)
@@ -356,7 +357,7 @@ def phase_load(data: Path, steps: int, batch: int, seed: int) -> dict:
     import torch
 
     from ssmbench.data.store import PreparedDataset
-    from ssmbench.train.protocol import iterate_batches
+    from ssmbench.train.splits import iterate_batches
 
     path = data / "prepared" / NAME
     x_path, y_path = path / "X.npy", path / "y.npy"

@@ -318,7 +318,7 @@ def test_stop_while_testing_resumes_with_training_done(
     want = json.loads(early_stop_reference.read_text())
     record, checkpoint = tmp_path / "fold0.json", tmp_path / "ckpt" / "fold0.pt"
     spec = spec_of(project, 30, **EARLY_STOP)
-    _signal_before(monkeypatch, "_test", signal.SIGTERM)
+    _signal_before(monkeypatch, "score_test_sets", signal.SIGTERM)
     with pytest.raises(TrainingInterrupted):
         run_job(spec, record, log=quiet, checkpoint_path=checkpoint)
     state = torch.load(checkpoint, weights_only=True)

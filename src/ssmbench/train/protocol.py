@@ -48,6 +48,7 @@ from ssmbench.models import is_estimator, model_inputs
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
 from ssmbench.train.checks import check_inputs, check_loss, check_split
+from ssmbench.train.evaluation import batches_of, evaluate, forward_batch, score_test_sets
 from ssmbench.train.objective import Objective
 from ssmbench.train.optim import build_optimizer, lr_factor_at, set_epoch_lr
 from ssmbench.train.probes import run_probes
@@ -55,7 +56,6 @@ from ssmbench.train.record_files import curve_path_of, publish_record
 from ssmbench.train.records import provenance
 from ssmbench.train.splits import (
     batch_size_for,
-    iterate_batches,
     split_indices,
     validation_method,
     validation_seed,
@@ -75,58 +75,6 @@ def seed_everything(seed: int, deterministic: bool = True) -> None:
         # warn_only on GPU: a few CUDA kernels have no deterministic version; on CPU every
         # op we use has one, so any nondeterminism there is an error.
         torch.use_deterministic_algorithms(True, warn_only=torch.cuda.is_available())
-
-
-def _batches(objective, X, y, mask, indices, batch_size, generator=None, inputs=None):
-    """iterate_batches as (x, y, target-mask-or-None, {extra inputs}), with the task's
-    target dtype; ``inputs``: the extra inputs a model takes beyond the values ({} none:
-    e.g. ``steps``, the rows' physical step sizes), by name."""
-    for batch in iterate_batches(
-        X, y, indices, batch_size, generator,
-        target_dtype=objective.target_dtype, target_mask=mask, inputs=inputs or None,
-    ):  # fmt: skip
-        xb, yb, *rest = batch
-        mb = rest.pop(0) if mask is not None else None
-        extra = rest.pop(0) if inputs else {}
-        yield xb, yb, mb, extra
-
-
-def _forward(model, xb, extra):
-    """The model on a batch, given the extra inputs it takes by name (``model(x,
-    steps=Δ, mask=M)``; none: ``model(x)``)."""
-    return model(xb, **extra)
-
-
-@torch.no_grad()
-def evaluate(
-    model,
-    objective,
-    X,
-    y,
-    mask,
-    indices,
-    batch_size,
-    device,
-    stage: str = "evaluation",
-    inputs=None,
-) -> tuple[float, float]:
-    """(mean loss, accuracy) or (MSE, nan) over `indices`, in eval mode. A non-finite
-    batch loss raises `DivergedError` naming `stage` and the batch. ``inputs``: the extra
-    inputs a model takes (``_batches``)."""
-    model.eval()
-    loss_sum, second, n_rows = 0.0, 0.0, 0
-    n_batches = math.ceil(len(indices) / batch_size)
-    batches = _batches(objective, X, y, mask, indices, batch_size, inputs=inputs)
-    for batch, (xb, yb, mb, extra) in enumerate(batches):
-        xb, yb = xb.to(device), yb.to(device)
-        mb = mb.to(device) if mb is not None else None
-        extra = {k: v.to(device) for k, v in extra.items()}
-        _, batch_loss, batch_second = objective.batch_sums(_forward(model, xb, extra), yb, mb)
-        check_loss(batch_loss, stage, batch, n_batches, xb, model)
-        loss_sum += batch_loss
-        second += batch_second
-        n_rows += len(yb)
-    return objective.summarise(loss_sum, second, n_rows)
 
 
 def _is_better(
@@ -467,7 +415,7 @@ class _DeepTraining:
         else:
             loss_sum, second, n_rows = 0.0, 0.0, 0
         self.model.train()
-        batches = _batches(
+        batches = batches_of(
             data.objective, data.dataset.X, data.dataset.y, data.mask,
             order[step * batch_size :], batch_size, inputs=data.inputs,
         )  # fmt: skip
@@ -476,7 +424,7 @@ class _DeepTraining:
             mb = mb.to(device) if mb is not None else None
             extra = {k: v.to(device) for k, v in extra.items()}
             self.optimizer.zero_grad(set_to_none=True)
-            out = _forward(self.model, xb, extra)
+            out = forward_batch(self.model, xb, extra)
             loss, batch_loss, batch_second = data.objective.batch_sums(out, yb, mb)
             # Before the step: a NaN gradient would reach the weights and any checkpoint.
             check_loss(batch_loss, f"[{self.name}] training, epoch {state.epoch}", step,
@@ -563,7 +511,7 @@ class _DeepTraining:
         self.model.load_state_dict(self.state.best_state)
         test_start = time.perf_counter()
         target_var = self.data.target_var if self.data.objective.task == "regression" else None
-        tested = _test(self.data.objective, self._score, self.data.test_idx,
+        tested = score_test_sets(self.data.objective, self._score, self.data.test_idx,
                        self.data.test_sets, self.log, target_var)  # fmt: skip
         self.test_seconds = time.perf_counter() - test_start
         self.log(f"test (best epoch {self.state.best_epoch}): loss={tested['test_loss']:.4f} "
@@ -624,33 +572,6 @@ class _DeepTraining:
         else:
             ckpt.discard(self.checkpoint_path, self.log)
         return record
-
-
-def _test(objective, score, test_idx, test_sets, log, target_var=None) -> dict:
-    """The test fold's loss and error, and each separate test set's (fixed_test_sets:
-    one per Δ or drop rate). ``score(rows) -> (loss, accuracy)``; ``target_var(rows)``
-    (regression): the variance of the set's observed targets, so that a report can give
-    the relative error √(MSE / Var y)."""
-    test_loss, test_acc = score(test_idx)
-    per_test_set = {}
-    for key, rows in test_sets.items():
-        set_loss, set_acc = score(rows)
-        per_test_set[key] = {
-            "n": int(len(rows)),
-            "loss": set_loss,
-            "error": objective.error(set_loss, set_acc),
-            **({"accuracy": set_acc} if objective.task == "classification" else {}),
-            **({"target_var": target_var(rows)} if target_var is not None else {}),
-        }
-        log(f"test set {key}: loss={set_loss:.4f} error={per_test_set[key]['error']:.4f}")
-    return {
-        # classification: error = 1 - accuracy; regression: error = the test MSE
-        "error_metric": "error" if objective.task == "classification" else "mse",
-        "test_accuracy": test_acc if objective.task == "classification" else None,
-        "test_error": objective.error(test_loss, test_acc),
-        "test_loss": test_loss,
-        "test_sets": per_test_set,
-    }
 
 
 def _write_run(spec, record_path: Path, curve: list[dict], objective, results: dict) -> dict:
@@ -734,7 +655,7 @@ def _run_estimator(
     train_seconds = time.perf_counter() - started
     val_loss, val_acc = (None, None) if model.fit_on_validation else score(val_idx)
     test_start = time.perf_counter()
-    tested = _test(objective, score, test_idx, test_sets, log)
+    tested = score_test_sets(objective, score, test_idx, test_sets, log)
     test_seconds = time.perf_counter() - test_start
     log(f"test: loss={tested['test_loss']:.4f} error={tested['test_error']:.4f}")
     curve = [
