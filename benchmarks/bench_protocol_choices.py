@@ -142,12 +142,12 @@ def _check_authors_is_default() -> None:
 
 def _run_key(spec: dict) -> str:
     """What decides a run's result: its settings (the split's by its rows), model, seed."""
-    from ssmbench.data.store import PreparedDataset
+    from ssmbench.data.store import open_fold
     from ssmbench.train.splits import split_indices, validation_seed
 
     settings = spec["settings"]
     seed = int(settings.get("seed_base", 0)) + int(spec["fold"])
-    dataset = PreparedDataset(spec["prepared_dir"])
+    dataset = open_fold(spec["prepared_dir"], int(spec["fold"]))
     train, val, _ = split_indices(
         dataset, int(spec["fold"]), settings["val_fraction"], validation_seed(settings, seed),
         settings["val_split_fallback"],

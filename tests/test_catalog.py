@@ -74,6 +74,7 @@ def test_tides_entries():
         "BeelerReuter1977",
         "DiFrancescoNoble1985",
         "LuoRudy1991",
+        "HOD01",
     ]
     for e in physiome:
         assert (e.task, e.domain, e.n_classes) == ("regression", "Physiome", None)
@@ -105,7 +106,7 @@ def test_tides_entries():
 
 def test_entries_are_frozen_and_unique():
     entries = catalog()
-    assert len(entries) == 30 + 29 + 5 + 2 + 2 + 7
+    assert len(entries) == 30 + 29 + 6 + 2 + 2 + 7 + 50
     assert all(isinstance(e, CatalogEntry) for e in entries)
     assert len({(e.benchmark, e.name) for e in entries}) == len(entries)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -134,7 +135,8 @@ def test_cli_datasets_table(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no params.yaml here: the command must not need one
     assert main(["datasets"]) == 0
     out = capsys.readouterr().out
-    assert "uea: 30, monster: 29, physiome: 5, synthetic: 2, uea_drop: 2, uea6: 7" in out
+    assert "uea: 30, monster: 29, physiome: 6, synthetic: 2, uea_drop: 2, uea6: 7, " in out
+    assert "physiome_ode: 50 (126 datasets)" in out
     for column in ("name", "benchmark", "domain", "task", "N", "C", "L", "classes", "source"):
         assert column in out.splitlines()[0]
     assert "S2Agri-17" in out and "FadingFlash" in out
@@ -150,7 +152,7 @@ def test_cli_datasets_csv(capsys, tmp_path, monkeypatch):
     assert main(["--params", "missing.yaml", "datasets", "--format", "csv"]) == 0
     captured = capsys.readouterr()
     rows = list(csv.DictReader(io.StringIO(captured.out)))
-    assert len(rows) == 75
+    assert len(rows) == 126
     assert Counter(r["benchmark"] for r in rows)["monster"] == 29
     lakeice = next(r for r in rows if r["name"] == "LakeIce")
     assert (lakeice["N"], lakeice["C"], lakeice["L"], lakeice["classes"]) == (

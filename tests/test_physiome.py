@@ -38,13 +38,16 @@ sys.path.insert(0, str(Path(__file__).parent))
 from zenodo_server import FakeZenodo  # noqa: E402
 
 N_SMALL = 30
-SMALL = {"source": "physiome", "generator": {"n_instances": N_SMALL}}
+# the disjoint-fold layout (one X.npy, given folds); tests/test_physiome_reference_folds.py
+# prepares the reference protocol's per-fold layout
+SMALL = {"source": "physiome", "generator": {"n_instances": N_SMALL, "folds": "disjoint"}}
 STATES = {
     "HodgkinHuxley1952": 4,
     "Noble1962": 4,
     "BeelerReuter1977": 8,
     "DiFrancescoNoble1985": 16,
     "LuoRudy1991": 8,
+    "HOD01": 4,
 }
 ARRAYS = ("X.npy", "y.npy", "T.npy", "M.npy", "target_mask.npy", "forecast_start.npy")
 
@@ -227,7 +230,7 @@ def test_deterministic_and_seeded(root, prepared, tmp_path):
     again = prepare_physiome(name, root / "raw", tmp_path / "a", SMALL)
     for fname in (*ARRAYS, *(f"test_indices_fold_{k}.txt" for k in range(5))):
         assert (again / fname).read_bytes() == (prepared[name] / fname).read_bytes(), fname
-    other = {"generator": {"n_instances": N_SMALL, "seed": 1}}
+    other = {"generator": {"n_instances": N_SMALL, "seed": 1, "folds": "disjoint"}}
     seeded = prepare_physiome(name, root / "raw", tmp_path / "b", other)
     assert (seeded / "X.npy").read_bytes() != (again / "X.npy").read_bytes()
     assert json.loads((seeded / "meta.json").read_text())["generation"]["seed"] == 1

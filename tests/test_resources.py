@@ -68,11 +68,19 @@ def test_only_group_classes_are_grouped(params):
 def test_a_dataset_of_unknown_size_takes_the_last_class(params):
     params["benchmarks"]["uea"]["datasets"].append("NotInTheCatalog")
     assert TrainResources(params).size_class("uea", "NotInTheCatalog") == "large"
-    # a benchmark's datasets are looked up under its source: the catalog's uea_drop entry
-    # (48,000 values, as its base) makes BasicMotionsDrop small
+    # a benchmark's datasets are looked up under its name, then its source: the catalog's
+    # uea_drop entry (48,000 values, as its base) makes BasicMotionsDrop small, and the
+    # official Physiome-ODE sets (catalog benchmark physiome_ode, source physiome) are known
     assert TrainResources(params).size_class("uea_drop", "BasicMotionsDrop") == "small"
-    params["benchmarks"]["uea_drop"]["source"] = "uea"  # a source without that dataset
-    assert TrainResources(params).size_class("uea_drop", "BasicMotionsDrop") == "large"
+    assert TrainResources(params).size_class("physiome_ode", "DUP01") == "large"  # 396,000
+    assert TrainResources(params).size_class("physiome_ode", "NotInTheCatalog") == "large"
+    params["resources"]["train"]["sizes"]["large"]["max_values"] = 4.0e5
+    params["resources"]["train"]["sizes"]["xl"] = {"threads": 1}
+    assert TrainResources(params).size_class("physiome_ode", "DUP01") == "large"
+    assert TrainResources(params).size_class("physiome_ode", "NotInTheCatalog") == "xl"
+    # another benchmark of a source without that dataset: unknown
+    params["benchmarks"]["drop_copy"] = {**params["benchmarks"]["uea_drop"], "source": "uea"}
+    assert TrainResources(params).size_class("drop_copy", "BasicMotionsDrop") == "xl"
 
 
 def test_string_resources_are_declared_only_when_an_entry_sets_them(params):

@@ -79,8 +79,10 @@ class TrainResources:
     def size_class(self, benchmark: str, dataset: str) -> str:
         """The first class whose max_values the dataset's catalog N x C x L does not
         exceed; a dataset of unknown size (or not in the catalog) takes the last class."""
+        # the catalog knows a dataset under its benchmark (physiome_ode's 50) or its source
         source = self._benchmarks[benchmark].get("source", benchmark)
-        values = catalog_values().get((source, dataset))
+        sizes = catalog_values()
+        values = sizes.get((benchmark, dataset), sizes.get((source, dataset)))
         if values is not None:
             for name in self.size_classes:
                 limit = self._train["sizes"][name].get("max_values")

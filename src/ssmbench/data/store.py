@@ -10,6 +10,13 @@ to fit in memory. Fold handling hides the two schemes:
 * ``fixed_test_sets`` (TIDES tasks): like ``official_split`` (fold 0 holds every test row);
   ``meta["test_sets"]`` names the index file of each separate test set (one per Δ or
   drop rate).
+* ``per_fold`` (the official Physiome-ODE archive, whose folds are independent re-splits
+  with their own noise and masks): the folder holds only a top ``meta.json`` (``n_folds``,
+  ``C``, ``task``, ``N`` and ``L`` the largest fold's, ``folds``: each fold's own sizes) and
+  one subfolder ``fold{k}/`` per fold, each a complete prepared folder of scheme
+  ``official_split`` (``n_folds`` 1, ``fold`` k) with its own arrays. :func:`open_fold`
+  opens fold k's subfolder (any other folder as it is); ``PreparedDataset`` refuses the
+  top folder. Inside ``fold{k}/``, ``test_indices(k)`` is that fold's own test split.
 
 ``stratified_validation_split`` draws the early-stopping validation set from the
 *training* rows of a fold only.
@@ -30,7 +37,9 @@ from ssmbench.data.npy_chunks import read_npy_header
 
 REQUIRED_FILES = ("X.npy", "y.npy", "meta.json")
 REQUIRED_META = ("N", "C", "L", "task", "fold_scheme", "n_folds")
-FOLD_SCHEMES = ("official_split", "given_folds", "fixed_test_sets")
+#: one prepared folder per fold (``fold{k}/``) under a top meta.json: see open_fold
+PER_FOLD = "per_fold"
+FOLD_SCHEMES = ("official_split", "given_folds", "fixed_test_sets", PER_FOLD)
 #: schemes with a single test split that every fold k reuses (fold k = seed k)
 SINGLE_SPLIT_SCHEMES = ("official_split", "fixed_test_sets")
 #: bytes of rows read at a time when a whole array is checked (first_non_finite)
@@ -49,6 +58,12 @@ class PreparedDataset:
         if not self.path.is_dir():
             raise DataError(
                 f"{self.path}: no prepared dataset folder. Run the prepare step for it."
+            )
+        if _scheme_of(self.path) == PER_FOLD:  # its arrays are in the fold subfolders
+            raise DataError(
+                f"{self.path}: a per-fold prepared dataset (fold_scheme per_fold): each fold "
+                f"has its own arrays in {self.path}/fold<k>/. Open one fold with "
+                f"ssmbench.data.store.open_fold(path, fold)."
             )
         missing = [f for f in REQUIRED_FILES if not (self.path / f).is_file()]
         if missing:
@@ -321,6 +336,61 @@ class PreparedDataset:
         if np.unique(idx).size != idx.size:
             raise DataError(f"{path}: duplicate row indices. Run the prepare step again.")
         return np.sort(idx)
+
+
+def _scheme_of(path: Path) -> str | None:
+    """The fold_scheme a folder's meta.json names; None when it has none or cannot be read
+    (PreparedDataset then reports what is wrong with it)."""
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return meta.get("fold_scheme") if isinstance(meta, dict) else None
+
+
+def fold_folder(path: str | os.PathLike, fold: int) -> Path:
+    """The folder that holds fold ``fold`` of the prepared dataset at ``path``: its
+    ``fold{fold}/`` subfolder for a ``per_fold`` dataset, else ``path`` itself. DataError
+    (naming the folder) for a fold a per-fold dataset does not have."""
+    path = Path(path)
+    if _scheme_of(path) != PER_FOLD:
+        return path
+    if isinstance(fold, bool) or not isinstance(fold, int | np.integer) or fold < 0:
+        raise DataError(f"{path}: fold must be an integer >= 0, got {fold!r}.")
+    fold = int(fold)
+    meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    n_folds = meta.get("n_folds")
+    if isinstance(n_folds, bool) or not isinstance(n_folds, int) or n_folds < 1:
+        raise DataError(
+            f"{path / 'meta.json'}: a per-fold dataset with n_folds {n_folds!r}; expected a "
+            f"positive integer. Run the prepare step again."
+        )
+    if fold >= n_folds:
+        raise DataError(
+            f"{path}: fold {fold} requested but the dataset has folds 0..{n_folds - 1} (one "
+            f"folder each, fold_scheme per_fold). Fix the suite's folds in params.yaml."
+        )
+    sub = path / f"fold{fold}"
+    if not sub.is_dir():
+        raise DataError(
+            f"{sub}: missing: the per-fold dataset {path} has {n_folds} folds but no folder "
+            f"for fold {fold}. Delete {path} and run the prepare step again."
+        )
+    return sub
+
+
+def open_fold(path: str | os.PathLike, fold: int) -> PreparedDataset:
+    """The prepared dataset a run on fold ``fold`` of ``path`` reads: for a ``per_fold``
+    dataset its ``fold{fold}/`` subfolder (whose meta.json must say ``fold: fold``), for
+    any other scheme ``PreparedDataset(path)`` (its folds are index files inside)."""
+    folder = fold_folder(path, fold)
+    dataset = PreparedDataset(folder)
+    if folder != Path(path) and dataset.meta.get("fold") != int(fold):
+        raise DataError(
+            f"{folder / 'meta.json'}: says fold {dataset.meta.get('fold')!r}, but it is the "
+            f"folder of fold {fold}. Delete {path} and run the prepare step again."
+        )
+    return dataset
 
 
 def _row_chunks(path: Path, chunk_bytes: int, like: str | None = None):

@@ -15,8 +15,10 @@ Sources read (facts and figures taken from them; the code here is our own):
   https://github.com/lannguyen0910/Physiome-ODE (``data_creation/``).
 * Data: Zenodo record 11492058 (https://zenodo.org/records/11492058), one file
   ``final.zip`` (about 0.7 GB) holding ``final/<dataset>/<fold>/{train,valid,test}.pt``
-  (layout as documented by the TIDES code, https://github.com/TaylanSoydan/TIDES
-  ``data/README.md``; TIDES feeds them through ``tides/tides_collate.py``).
+  (layout as the TIDES code places it, https://github.com/TaylanSoydan/TIDES
+  ``README.md`` l.56; TIDES feeds them through ``tides/tides_collate.py``). Mode
+  ``"zenodo"`` prepares its 50 datasets (by leaderboard code, ``official.py``) one folder
+  per fold (``official_prepare.py``; docs/physiome_official_format.md).
 
 **The published protocol** (and our implementation of it, mode ``"generate"``):
 
@@ -32,15 +34,20 @@ Sources read (facts and figures taken from them; the code here is our own):
    ``t <= 0.5 t_max`` and the forecast part ``0.5 t_max < t < t_max`` (strictly: the last
    grid point is used by neither, as in the reference): 50 + 49 of the 100 points.
    Timestamps are divided by ``t_max`` (so ``T`` lies in ``[0, 1)``).
-3. *Normalise.* Per-channel z-score, then drop every instance with any ``|z| > 10``
-   (``max_abs``) in either part.
+3. *Normalise.* Per-channel z-score (mean and unbiased std over all instances and both
+   parts, before the drop), then drop every instance with any ``|z| > 10`` (``max_abs``)
+   in either part.
 4. *Corrupt.* Add Gaussian noise of standard deviation 0.05 (``noise``) to every value
    (observed and forecast: the targets are noisy too), then hide each value independently
    with probability 0.8 (``mask_rate``; observed if ``u > 0.8``), separately for inputs
-   and targets. Time steps where nothing is observed are removed (the reference's
-   ``T_MASK``/``TY_MASK``, ``t_drop = 0``): the remaining steps are irregularly spaced.
-5. *Folds.* 5 folds of 70/20/10 (train/validation/test). Metric: MSE over the observed
-   forecast values.
+   and targets. A time step is kept only if an *odd* number of its channels is observed:
+   the reference's ``T_MASK``/``TY_MASK`` (``t_drop = 0``) write ``bool & count > 0``,
+   which binds as ``(bool & count) > 0`` (``row_selection: odd_count``; ``any_observed`` is
+   the stated intent). The remaining steps are irregularly spaced.
+5. *Folds.* 5 folds of 70/20/10 (train/validation/test), each an independent re-split of
+   all instances with its own shuffle, noise and masks (``folds: reference``, the default;
+   sizes by torch's ``random_split`` rounding). Metric: MSE over the observed forecast
+   values.
 
 The package, one thing per module:
 
@@ -48,8 +55,16 @@ The package, one thing per module:
 * ``settings.py``: the defaults, the params.yaml keys and their checks (``resolve_settings``).
 * ``myokit_models.py``: reading the model files with myokit (``load_model_files``).
 * ``simulate.py``: step 1 (``simulate_physiome``).
-* ``dataset.py``: steps 2 to 5 and the prepared arrays (``build_dataset``, ``fold_assignment``).
+* ``dataset.py``: steps 2 to 5 with disjoint folds (``folds: disjoint``) and the prepared
+  arrays (``build_dataset``, ``fold_assignment``).
+* ``reference_folds.py``: steps 2 to 5 as the archive's ``generate_imts.py``
+  (``folds: reference``): per-fold arrays in the official files' shape
+  (``build_reference_folds``).
 * ``zenodo.py``: mode ``"zenodo"``, the official archive from Zenodo.
+* ``official.py``: the archive's 50 datasets by leaderboard code (``OFFICIAL_DATASETS``).
+* ``official_files.py``: reading a fold's ``.pt`` files without running pickled code.
+* ``official_prepare.py``: folds in the official dict form -> the per-fold prepared
+  folder (``prepare_from_folds``; the archive: ``prepare_official``).
 * ``fetch.py``: ``fetch_physiome`` (either mode) and the pre-flight ``locate_physiome``.
 * ``prepare.py``: ``prepare_physiome``, the prepared folder and its ``meta.json``.
 
@@ -57,6 +72,8 @@ The download machinery (resume, checksum, safe extraction, stage-then-replace) i
 with the other sources: ``ssmbench.data.download``.
 
 **Deviations from the reference, and why** (also in ``meta["deviations"]``):
+
+With ``folds: disjoint`` only (``folds: reference`` follows the reference there):
 
 * *Normalisation statistics.* The reference z-scores with the mean and standard deviation
   (``torch.std``, ddof 1) of *all* instances, test included. We use the instances that are
@@ -69,6 +86,8 @@ with the other sources: ``ssmbench.data.download``.
   its validation set the next ``round(0.2 N)`` rows (cyclically), the rest training. The
   split is drawn over the simulated instances before the drop, so after a drop the parts
   are 70/20/10 up to the dropped rows (sizes in ``meta["fold_sizes"]``).
+
+Always:
 * *Forecast channels.* For models with more than 10 states the reference scores only the
   10 channels of highest JGD (its Top50 ``channel_scores``); we compute no JGD and every
   channel is a target (``forecast_channels: "all"``). Only DiFrancescoNoble1985 (16 states)
@@ -77,7 +96,9 @@ with the other sources: ``ssmbench.data.download``.
   that instance and count it (``meta["n_failed"]``).
 * *Models.* The five models above instead of the reference's 50 (two overlap by name:
   Hodgkin-Huxley 1952 and DiFrancesco-Noble 1985, from other files than the reference's
-  CellML exports); solver CVODES (BDF, myokit) instead of LSODA; no ``max_step`` limit.
+  CellML exports: other parametrisations and perturbed constants, and HOD01's stimulus
+  pulse is not in our HH file, see ``models.py``); solver CVODES (BDF, myokit) instead of
+  LSODA; no ``max_step`` limit.
 """
 
 from ssmbench.data.physiome.dataset import build_dataset, fold_assignment

@@ -25,6 +25,8 @@ one time line (the TIDES collate's layout), right-padded to the longest row ``L`
   ``generation`` (every setting), seeds, ``timings``, ``raw_files`` (sha256),
   ``myokit_version``, ``n_dropped`` / ``dropped_instances``, ``n_failed``, ``deviations``.
 
+With ``compact`` (the default) a row keeps the steps that ``row_selection`` selects
+(``kept_steps``: an odd number of observed channels, the archive's rule, or at least one).
 ``compact: false`` keeps every grid step instead (``L`` = 99, hidden steps stay with
 ``M`` False), ``forecast_from_step`` 50 for every row.
 
@@ -84,6 +86,23 @@ def fold_assignment(n: int, n_folds: int, split, seed: int) -> list[dict[str, np
             }
         )
     return folds
+
+
+def kept_steps(observed: np.ndarray, rule: str, axis: int = -1) -> np.ndarray:
+    """Which time steps a row keeps, from the per-value observation mask ``observed``
+    (channels along ``axis``): ``"odd_count"`` where an odd number of channels is observed,
+    as the archive holds it (generate_imts.py l.91-96: ``(rand > t_drop).bool() &
+    torch.sum(M, -1) > 0`` binds as ``(bool & count) > 0``, i.e. ``count & 1``, since
+    ``t_drop`` = 0 makes the left side True); ``"any_observed"`` where at least one is."""
+    count = np.asarray(observed).sum(axis=axis)
+    if rule == "odd_count":
+        return (count & 1) == 1
+    if rule == "any_observed":
+        return count > 0
+    raise DataError(
+        f"benchmarks.physiome.generator.row_selection is {rule!r}; it must be 'odd_count' or "
+        f"'any_observed'."
+    )
 
 
 def _time_parts(times: np.ndarray, observed: float, forecast: float):
@@ -151,8 +170,8 @@ def build_dataset(traj, times, settings: dict) -> dict:
     t_norm = times[used] / t_max
 
     if cfg["compact"]:
-        keep_obs = in_mask.any(axis=1)  # (N, n_obs)
-        keep_fore = tg_mask.any(axis=1)  # (N, n_fore)
+        keep_obs = kept_steps(in_mask, cfg["row_selection"], axis=1)  # (N, n_obs)
+        keep_fore = kept_steps(tg_mask, cfg["row_selection"], axis=1)  # (N, n_fore)
         keep = np.concatenate([keep_obs, keep_fore], axis=1)
         lengths = keep.sum(axis=1)
         L = max(1, int(lengths.max()))

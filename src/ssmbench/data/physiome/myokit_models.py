@@ -1,7 +1,8 @@
 """Loading the Physiome-ODE model files with myokit: the myokit import (with the error that
-says how to install it), where a model file lies in the installed package, reading the raw
-copies of a model and its pacing protocol, the constants that are perturbed, and the myokit
-and SUNDIALS versions for the record."""
+says how to install it), where a model file lies in its installed package (myokit's, or
+ssmbench's own for a model we wrote: ``models.OWN_MODEL_DIR``), reading the raw copies of a
+model and its pacing protocol, the constants that are perturbed, and the myokit and
+SUNDIALS versions for the record."""
 
 from __future__ import annotations
 
@@ -24,8 +25,29 @@ def import_myokit():
     return myokit
 
 
-def package_file(rel: str) -> Path:
-    return Path(import_myokit().__file__).parent / rel
+#: the packages a model file can come from (``PHYSIOME_MODELS[name]["package"]``)
+PACKAGES = ("myokit", "ssmbench")
+
+
+def package_file(rel: str, package: str = "myokit") -> Path:
+    """Where ``rel`` lies inside the installed ``package``: myokit's (the files it ships)
+    or ssmbench's (our own model files, its package-data)."""
+    if package == "myokit":
+        return Path(import_myokit().__file__).parent / rel
+    if package == "ssmbench":
+        import ssmbench
+
+        return Path(ssmbench.__file__).parent / rel
+    raise DataError(
+        f"model file {rel}: unknown package {package!r} (known: {', '.join(PACKAGES)}); fix "
+        f"its entry in ssmbench.data.physiome.models.PHYSIOME_MODELS."
+    )
+
+
+def entry_files(entry: dict) -> dict[str, tuple[str, Path]]:
+    """role -> (path inside the package, installed path) of ``entry``'s model files."""
+    package = entry.get("package", "myokit")
+    return {role: (rel, package_file(rel, package)) for role, rel in entry["files"].items()}
 
 
 def raw_names(entry: dict) -> dict[str, str]:

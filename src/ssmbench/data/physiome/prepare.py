@@ -1,7 +1,9 @@
 """Preparing a Physiome-ODE dataset: simulate the fetched model, build the arrays, and write
 ``<out_dir>/<Name>/`` with its ``meta.json`` (every setting, seed, timing, the raw files'
 sha256 and the deviations from the reference) in one atomic step. A zenodo-mode dataset
-is refused with the reason (``zenodo.py``)."""
+(the official archive's folds, fetched by ``zenodo.py``) is verified against its fetch's
+provenance, read by a restricted unpickler (no code of the files runs) and written one
+prepared folder per fold (``official_prepare.prepare_official``; fold_scheme ``per_fold``)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import json
 import os
 import time
 from pathlib import Path
+
+import numpy as np
 
 from ssmbench.data.checksums import sha256_file
 from ssmbench.data.errors import DataError
@@ -47,6 +51,113 @@ DEVIATIONS = [
 ]
 
 
+#: the deviations of ``folds: reference`` (the archive's protocol, generated here)
+REFERENCE_FOLD_DEVIATIONS = [
+    "folds: the reference's five independent re-splits (generate_imts.py l.145-165), each "
+    "with its own shuffle, noise, masks and 70/20/10 split; numpy default_rng([seed, "
+    "crc32(name), 3, k]) instead of Python random / torch: the protocol is equal, not the "
+    "bytes",
+    "normalisation: all instances, both halves, before the drop, as the reference, computed "
+    "once in float64 (reference: per fold, float32); a constant channel keeps std 1 "
+    "(reference: NaN)",
+    "forecast channels: all states (reference: the 10 of highest JGD when a model has more)",
+    "an instance failing max_tries times is skipped and counted (reference: aborts)",
+]
+
+
+def model_deviation(entry: dict) -> str:
+    """How the dataset's model file differs from the reference's (the last deviation)."""
+    if entry.get("package") == "ssmbench":
+        return (
+            f"model: our myokit transcription of the reference's model.py "
+            f"({entry.get('source_url')}); solver CVODES (myokit) instead of LSODA; no "
+            "max_step"
+        )
+    return DEVIATIONS[-1]
+
+
+def _generator_meta(name: str, cfg: dict, entry: dict, prov: dict, sim: dict) -> dict:
+    """What every meta.json of a generated dataset says about its generation."""
+    versions = myokit_versions()
+    return {
+        "channels": sim["channels"],
+        "source": "generated",
+        "source_url": f"{PAPER_URL} ({CODE_URL}; Zenodo record {ZENODO_RECORD})",
+        "raw_files": prov["raw_files"],
+        "model": {
+            "files": prov.get("model_files"),
+            "format": entry["format"],
+            "reference": entry["reference"],
+            "notes": entry["notes"],
+            "settings_from": entry["settings_from"],
+            "official_counterpart": entry["official"],
+            "time_unit": entry["time_unit"],
+            "perturbed_constants": sim["constants"],
+        },
+        "myokit_version": versions["myokit"],
+        "sundials_version": versions["sundials"],
+        "generation": {k: cfg[k] for k in GENERATOR_KEYS if k != "models"},
+        "n_simulated": cfg["n_instances"],
+        "n_failed": len(sim["failed"]),
+        "failed_instances": sim["failed"],
+        "n_draws": sim["tries"],
+        "reference_code": [CODE_URL, GENERATE_CODE_URL],
+    }
+
+
+def _prepare_reference_folds(name, out_dir, cfg, entry, prov, sim, t_start) -> Path:
+    """``folds: reference``: the simulated windows through the archive's protocol
+    (``reference_folds.build_reference_folds``), each fold converted as an archive fold is
+    (``official_prepare.prepare_from_folds``): fold_scheme ``per_fold``."""
+    from ssmbench.data.physiome.official_prepare import prepare_from_folds
+    from ssmbench.data.physiome.reference_folds import build_reference_folds
+
+    built = build_reference_folds(sim["traj"], sim["times"], cfg)
+    inst = np.asarray(sim["instance"])
+    folds = []
+    for fold, rows, dropped in zip(built["folds"], built["rows"], built["dropped"], strict=True):
+        fold_meta = {
+            "row_instance": inst[rows].tolist(),
+            "n_dropped": int(len(dropped)),
+            "dropped_instances": inst[dropped].tolist(),
+        }
+        folds.append({**fold, "meta": fold_meta})
+    meta_extra = {
+        **_generator_meta(name, cfg, entry, prov, sim),
+        "benchmark": BENCHMARK,
+        "folds_policy": "reference: five independent re-splits of the simulated instances, "
+        "each with its own shuffle, drop, noise, masks and split (generate_imts.py)",
+        "row_selection": cfg["row_selection"],
+        "normalisation": {
+            "kind": "per_channel_zscore",
+            "rows": "every instance, both parts of the window, clean values, before the drop "
+            "(the reference's)",
+            "ddof": 1,
+            "mean": np.asarray(built["mean"]).tolist(),
+            "std": np.asarray(built["std"]).tolist(),
+            "constant_channels": built["constant_channels"],
+        },
+        "forecast_from_time": cfg["observed_fraction"],
+        "forecast_until_time": cfg["observed_fraction"] + cfg["forecast_fraction"],
+        "n_observed_steps": built["n_observed_steps"],
+        "n_forecast_steps": built["n_forecast_steps"],
+        "forecast_channels": "all",
+        "seeds": {
+            "words": seed_words(cfg),
+            "instance": "default_rng([*words, 0, i, try]), words = [seed, crc32(name)]",
+            "folds": "default_rng([*words, 3, k]) for fold k",
+            "seed": cfg["seed"],
+        },
+        "window": {
+            "t_max": built["t_max"],
+            "grid": "linspace(0, horizon, 2 n_time_points), window of n_time_points points",
+        },
+        "deviations": [*REFERENCE_FOLD_DEVIATIONS, model_deviation(entry)],
+        "timings": {**sim["timings"], "generate_s": round(time.perf_counter() - t_start, 3)},
+    }
+    return prepare_from_folds(name, folds, out_dir, meta_extra)
+
+
 def prepare_physiome(
     name: str, raw_dir: str | os.PathLike, out_dir: str | os.PathLike, settings: dict | None
 ) -> Path:
@@ -54,16 +165,12 @@ def prepare_physiome(
     ``<raw_dir>/<name>/``; return the folder. The layout: ``physiome/dataset.py``."""
     t_start = time.perf_counter()
     cfg = resolve_settings(name, settings)
+    if cfg["mode"] == "zenodo":  # the archive's folds, one prepared folder each
+        from ssmbench.data.physiome.official_prepare import prepare_official
+
+        return prepare_official(name, raw_dir, out_dir, cfg)
     entry = PHYSIOME_MODELS[name]
     raw = Path(raw_dir) / name
-    if cfg["mode"] == "zenodo":
-        raise DataError(
-            f"Physiome dataset {name}: mode zenodo fetches the official archive but cannot "
-            f"prepare it: its files are pickled PyTorch objects (we do not unpickle) and its "
-            f"five folds are independent re-splits with their own noise and masks, which "
-            f"given folds over one X.npy cannot hold without leaking test instances. Set "
-            f"benchmarks.physiome.mode: generate."
-        )
     names = raw_names(entry)
     prov = verified_provenance(raw, name, list(names.values()))
     if prov is None:
@@ -83,6 +190,8 @@ def prepare_physiome(
         )
 
     sim = simulate_physiome(name, raw, cfg)
+    if cfg["folds"] == "reference":  # the archive's independent re-splits, one folder each
+        return _prepare_reference_folds(name, out_dir, cfg, entry, prov, sim, t_start)
     built = build_dataset(sim["traj"], sim["times"], cfg)
     arrays = built["arrays"]
     N, C, L = arrays["X.npy"].shape
@@ -185,7 +294,7 @@ def prepare_physiome(
             "std": built["std"].tolist(),
             "constant_channels": built["constant_channels"],
         },
-        "deviations": DEVIATIONS,
+        "deviations": [*DEVIATIONS[:-1], model_deviation(entry)],
         "reference_code": [CODE_URL, GENERATE_CODE_URL],
         **prepared_stamp(),
     }

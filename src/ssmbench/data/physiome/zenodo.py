@@ -5,18 +5,26 @@ official archive and extracts one dataset of it into the raw folder.
 record's JSON at ``<url>/api/records/<record>`` gives its ``md5:`` checksum and size; the
 file comes from ``<url>/api/records/<record>/files/<file>/content``) to a ``.part`` file,
 resumes an interrupted transfer with an HTTP Range request, checks size and md5, records
-its sha256, and extracts ``final/<dataset>/`` of the dataset (``hodgkin_huxley_1952_variant01``
-for HodgkinHuxley1952, ``difrancesco_noble_1985`` for DiFrancescoNoble1985; the other three
-are not among its 50 datasets) into ``<raw_dir>/<Name>/final/``. Extraction refuses the whole
-archive when any member is absolute, has a ``..`` component, is a symlink or would land
-outside the target. A failure at any point leaves the previous good copy and its
+its sha256, and extracts ``final/<dataset>/`` of the dataset into ``<raw_dir>/<Name>/final/``:
+the folder of an official dataset's leaderboard code (``official.py``: ``DUP01`` ->
+``dupont_1991a``, ...), or of our model's official counterpart
+(``hodgkin_huxley_1952_variant01`` for HodgkinHuxley1952, ``difrancesco_noble_1985`` for
+DiFrancescoNoble1985; our other three are not among its 50 datasets). Extraction refuses
+the whole archive when any member is absolute, has a ``..`` component, is a symlink or would
+land outside the target. A failure at any point leaves the previous good copy and its
 provenance as they were. URLs must be https (plain http only for 127.0.0.1 / localhost /
-::1, for tests); redirects are held to the same rule. ``prepare_physiome`` does not convert
-that archive: its files are pickled PyTorch objects (``torch.save`` of ``Subset`` objects
-of the reference's own dataset class), which we will not unpickle, and its five folds are
-independent re-splits with their own noise and masks, which one ``X.npy`` with given folds
-cannot hold without leaking test instances into training. Preparing a zenodo-mode dataset
-raises DataError saying so; use mode ``"generate"``.
+::1, for tests); redirects are held to the same rule.
+
+With ``cache_dir`` the verified archive is kept there, so one download serves every dataset
+of it (the 50 of ``benchmarks.physiome_ode``): a later fetch checks the kept copy's md5
+against the record and extracts from it. Fetches sharing a cache take turns on a lock file
+in it (``.<file>.lock``), so two jobs never download into one ``.part`` at once.
+
+The archive's files are ``torch.save`` of ``Subset`` objects of the reference's own dataset
+class; ``prepare_physiome`` reads them with a restricted unpickler that runs none of their
+code (``official_files.py``) and writes one prepared folder per fold
+(``official_prepare.py``), since the five folds are independent re-splits with their own
+noise and masks.
 """
 
 from __future__ import annotations
@@ -42,6 +50,7 @@ from ssmbench.data.download import (
 )
 from ssmbench.data.errors import DataError
 from ssmbench.data.physiome.models import PHYSIOME_MODELS
+from ssmbench.data.physiome.official import archive_folder
 from ssmbench.data.physiome.settings import bad_setting
 from ssmbench.data.provenance import (
     PROVENANCE,
@@ -111,15 +120,16 @@ def _intact(dest: Path, name: str, mode: str, extra: dict | None = None) -> dict
 
 
 def zenodo_dataset(name: str, cfg: dict) -> str:
-    """The archive's folder of dataset ``name``: the setting, else the model's official
-    counterpart; DataError when there is none."""
-    official = cfg["zenodo_dataset"] or PHYSIOME_MODELS[name]["official"]
+    """The archive's folder of dataset ``name``: the setting, else the official code's own
+    folder or our model's official counterpart; DataError when there is none."""
+    official = cfg["zenodo_dataset"] or archive_folder(name)
     if not official:
         have = [n for n, e in PHYSIOME_MODELS.items() if e["official"]]
         raise DataError(
             f"Physiome dataset {name} is not one of the official archive's 50 datasets (only "
-            f"{', '.join(have)} of ours are). Set benchmarks.physiome.mode: generate, or name "
-            f"the archive's folder in benchmarks.physiome.zenodo.dataset."
+            f"{', '.join(have)} of ours are, and the 50 by leaderboard code, e.g. DUP01). Set "
+            f"benchmarks.physiome.mode: generate, or name the archive's folder in "
+            f"benchmarks.physiome.zenodo.dataset."
         )
     if "/" in official or official in (".", ".."):
         raise bad_setting("zenodo_dataset", official, "a plain folder name")
@@ -143,8 +153,22 @@ def fetch_zenodo(name: str, dest: Path, cfg: dict) -> dict:
     record_url = f"{base}/api/records/{cfg['zenodo_record']}"
     fname = cfg["zenodo_file"]
     md5, size = _record_file(_get_json(record_url, cfg["timeout"]), fname, record_url)
-    file_url = f"{record_url}/files/{urllib.parse.quote(fname)}/content"
     cache = Path(cfg["cache_dir"]) if cfg["cache_dir"] else dest / DOWNLOAD_DIR
+    if cfg["cache_dir"]:  # shared by the fetches of every dataset of the archive
+        from filelock import FileLock
+
+        cache.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(cache / f".{fname}.lock")):
+            return _fetch_from_archive(name, dest, cfg, official, base, cache, md5, size)
+    return _fetch_from_archive(name, dest, cfg, official, base, cache, md5, size)
+
+
+def _fetch_from_archive(name, dest, cfg, official, base, cache, md5, size) -> dict:
+    """``fetch_zenodo`` from the record's checksum on: get the verified archive into
+    ``cache`` (a kept one, or a download), extract ``final/<official>/`` and record it."""
+    record_url = f"{base}/api/records/{cfg['zenodo_record']}"
+    fname = cfg["zenodo_file"]
+    file_url = f"{record_url}/files/{urllib.parse.quote(fname)}/content"
     archive = cache / fname
     sha = None
     if archive.is_file():  # a verified archive from an earlier fetch (cache_dir)
