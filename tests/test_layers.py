@@ -23,6 +23,7 @@ LAYERS = {
     "ssmbench.staleness": 2,
     "ssmbench.config": 2,
     "ssmbench.resources": 2,
+    "ssmbench.search_space": 2,
     "ssmbench.train": 3,
     "ssmbench.report": 4,
     "ssmbench.status": 4,

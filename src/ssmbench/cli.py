@@ -82,8 +82,11 @@ def _inside(path: Path, params: dict, root_key: str) -> Path:
 def cmd_check(args) -> int:
     from ssmbench.config import (
         check_suite_sources,
+        job_spec,
         suite_datasets,
         suite_grid,
+        suite_searches,
+        tuned_path,
         validation_fallbacks,
     )
     from ssmbench.resources import check_train_resources
@@ -92,13 +95,25 @@ def cmd_check(args) -> int:
     check_train_resources(params)
     check_suite_sources(params)  # what the workflow checks before any job runs
     grid = suite_grid(params)
+    for job in grid:  # a tuned file that does not fit its run stops here (SearchError)
+        job_spec(params, job)
+    searches = suite_searches(params)
     suite = params["suite"]
     description = params["suites"][suite].get("description")
     print(
         f"{args.params}: OK. suite {suite!r}"
         + (f" ({description})" if description else "")
         + f": {len(grid)} runs over {len(suite_datasets(params))} datasets"
+        + (f", {len(searches)} hyperparameter searches first" if searches else "")
     )
+    shown = 10
+    for job in searches[:shown]:
+        state = "tuned" if tuned_path(params, job).is_file() else "to tune"
+        print(f"  search {job.benchmark}/{job.dataset}/{job.model} (fold {job.fold}): {state}")
+    if len(searches) > shown:
+        n_tuned = sum(tuned_path(params, job).is_file() for job in searches)
+        print(f"  ... {len(searches) - shown} more searches ({n_tuned} of all {len(searches)} "
+              "tuned)")  # fmt: skip
     for bench, dataset, fallback, why in validation_fallbacks(params):
         print(f"  {bench}/{dataset}: no stratified validation split ({why}): {fallback}")
     return 0
@@ -177,6 +192,15 @@ def _train(args, stop) -> int:
     _check_known(args, params)
     job = Job(args.benchmark, args.dataset, args.model, args.fold)
     spec = job_spec(params, job)
+    if (spec.get("tuned") or {}).get("missing"):
+        from ssmbench.config import ConfigError
+
+        raise ConfigError(
+            f"{spec['tuned']['file']}: {args.model} is tuned on {args.benchmark} "
+            f"(params.yaml tuning.searches) but has no tuned parameters yet; run the tune "
+            f"stage first: `ssmbench tune --benchmark {args.benchmark} --dataset "
+            f"{args.dataset} --model {args.model}`"
+        )
     if args.max_epochs:
         spec["settings"]["max_epochs"] = args.max_epochs
     record = _record_path(args, params, job)
@@ -199,6 +223,56 @@ def _train(args, stop) -> int:
         _log(f"ssmbench train: error: {exc}{kept}")
         return 1
     _log(f"wrote {record}: test_error={result['test_error']:.4f} best_epoch={result['best_epoch']}")
+    return 0
+
+
+def cmd_tune(args) -> int:
+    """One search: an Optuna study of one (benchmark, dataset, model) on its search's fold,
+    validation metric only, then its tuned file. Resumes the study it finds; several
+    workers may run it at once on one study. SIGTERM/SIGUSR1: the trial in progress is
+    queued again and the exit status says resume."""
+    from ssmbench.train.stop import StopRequest, TrainingInterrupted
+
+    stop = StopRequest(_log, immediate=True, when="before tuning started")
+    try:
+        with stop:
+            return _tune(args, stop)
+    except TrainingInterrupted as stopped:
+        _log(f"ssmbench tune: {stopped}")
+        return stopped.code
+
+
+def _tune(args, stop) -> int:
+    from ssmbench.config import TRAINING_KEYS, ConfigError, Job, tuned_path, untuned_spec
+    from ssmbench.search_space import search_of, tuned_is_current
+    from ssmbench.train.tune import run_search
+
+    params = _params(args)
+    _check_known(args, params)
+    search = search_of(params, args.benchmark, args.model)
+    if search is None:
+        raise ConfigError(
+            f"--model {args.model}: not tuned on benchmark {args.benchmark!r}; add it to "
+            f"tuning.searches.{args.model}.benchmarks in {args.params}"
+        )
+    job = Job(args.benchmark, args.dataset, args.model, int(search["fold"]))
+    base = untuned_spec(params, job)
+    tuned = _inside(tuned_path(params, job), params, "tuned")
+    if not args.force and tuned_is_current(tuned, search, base):
+        _log(f"{tuned} is current (same search and run): kept, not tuned again")
+        return 0
+    tuning = params["tuning"]
+    journal = _inside(
+        Path(params["paths"]["tuning"]) / args.benchmark / args.dataset / f"{args.model}.journal",
+        params, "tuning",
+    )  # fmt: skip
+    result = run_search(
+        base, search, training_keys=TRAINING_KEYS, storage=tuning["storage"],
+        journal_path=journal, tuned_path=tuned, stale_after_s=float(tuning["stale_after_s"]),
+        threads=args.threads, log=_log, stop=stop,
+    )  # fmt: skip
+    _log(f"tuned {args.benchmark}/{args.dataset}/{args.model}: {result['metric']} "
+         f"{result['best_value']:.6g} after {result['n_complete']} complete trials")  # fmt: skip
     return 0
 
 
@@ -424,6 +498,17 @@ def build_parser() -> argparse.ArgumentParser:
         "(see ssmbench.train.MALLOC_ENV)",
     )
     p.set_defaults(func=cmd_train)
+    p = sub.add_parser(
+        "tune", help="one hyperparameter search (Optuna, validation only) -> its tuned file"
+    )
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--force", action="store_true", help="search again even if the tuned file is current"
+    )
+    p.set_defaults(func=cmd_tune)
     p = sub.add_parser("report", help="metrics.csv, summary.json, tables, figures")
     which = p.add_mutually_exclusive_group()
     which.add_argument(
@@ -487,10 +572,11 @@ def main(argv: list[str] | None = None) -> int:
     from ssmbench.config import ConfigError
     from ssmbench.data.errors import DataError
     from ssmbench.report.aggregate import RecordError
+    from ssmbench.search_space import SearchError
 
     try:
         return args.func(args)
-    except (ConfigError, DataError, RecordError, FileNotFoundError) as exc:
+    except (ConfigError, DataError, RecordError, SearchError, FileNotFoundError) as exc:
         # Bad input: one message naming the file or field. Anything else is a bug and
         # keeps its traceback.
         _log(f"ssmbench {args.command}: error: {exc}")

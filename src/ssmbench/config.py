@@ -12,6 +12,7 @@ job runs, with the words `ssmbench check` uses.
 from __future__ import annotations
 
 import copy
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ PROTOCOL_KEYS |= set(EXECUTION_KEYS)
 
 #: training settings every benchmark can take (a benchmark may leave them to defaults)
 BATCH_AND_EPOCH_KEYS = {"max_epochs", "batch_size", "batch_min", "batch_max", "batch_fraction"}
+#: what a search space or a search's ``settings`` may set besides model hyperparameters
+TRAINING_KEYS = (PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS) - set(EXECUTION_KEYS)
 
 
 #: Who reads each key params.yaml may hold. A key is a dotted path; ``*`` stands for any
@@ -59,7 +62,7 @@ BATCH_AND_EPOCH_KEYS = {"max_epochs", "batch_size", "batch_min", "batch_max", "b
 CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "suite": ("ssmbench.config:suite_grid", "workflow/rules/common.smk"),
     "paths.raw": ("ssmbench.cli", "workflow/rules/data.smk"),
-    "paths.prepared": ("ssmbench.config:job_spec", "workflow/rules/data.smk"),
+    "paths.prepared": ("ssmbench.config:untuned_spec", "workflow/rules/data.smk"),
     "paths.runs": ("ssmbench.cli", "ssmbench.status", "workflow/rules/train.smk"),
     "paths.logs": ("ssmbench.status", "workflow/rules/train.smk"),
     "paths.results": ("ssmbench.cli", "workflow/rules/common.smk"),
@@ -120,6 +123,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "models.*.family": ("ssmbench.models.registry:validate_model_params",),
     "models.*.*": ("ssmbench.models.registry:validate_model_params",),
     "models.*.dataset_params": ("ssmbench.config:model_entry",),
+    "models.*.dataset_settings": ("ssmbench.config:run_settings",),
     "suites.*.benchmarks.*": ("ssmbench.config:suite_grid",),
     "suites.*.models": ("ssmbench.config:suite_models",),
     "suites.*.benchmark_models.*": ("ssmbench.config:suite_models",),
@@ -147,6 +151,24 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "report.convergence_thresholds.val_accuracy": ("ssmbench.report.figures",),
     "report.figure8_datasets": ("ssmbench.report.build",),
     "suites.*.description": ("ssmbench.cli:cmd_check",),
+    # hyperparameter searches (ssmbench.search_space; the tune stage: ssmbench.train.tune)
+    "paths.tuned": ("ssmbench.config:tuned_path", "workflow/rules/tune.smk"),
+    "paths.tuning": ("ssmbench.cli:_tune",),
+    "tuning.storage": ("ssmbench.cli:_tune",),
+    "tuning.stale_after_s": ("ssmbench.cli:_tune",),
+    "tuning.searches.*.benchmarks": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.fold": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.sampler_seed": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.n_startup_trials": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.settings": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.n_trials": ("ssmbench.train.tune:run_search",),
+    "tuning.searches.*.space": ("ssmbench.train.tune:run_search",),
+    "suites.*.tuning": ("ssmbench.search_space:search_of",),
+    "suites.*.tuning.n_trials": ("ssmbench.search_space:search_of",),
+    "suites.*.tuning.settings": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.space.*.type": ("ssmbench.search_space:suggest",),
+    # low, high, log, step, choices: read by the entry's kind
+    "tuning.searches.*.space.*.*": ("ssmbench.search_space:suggest",),
 }
 
 
@@ -428,6 +450,15 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
                 validate_model_params(name, model_entry(params, name, dataset))
             except ValueError as exc:
                 problems.append(f"{where}: {exc}")
+        for dataset, settings in ((entry.get("dataset_settings") or {}) if isinstance(entry, dict)
+                                  else {}).items():  # fmt: skip
+            where = f"models.{name}.dataset_settings.{dataset}"
+            if dataset not in known:
+                problems.append(f"{where}: {dataset!r} is not a dataset of any benchmark")
+            for key in settings or {}:
+                if key not in TRAINING_KEYS:
+                    problems.append(f"{where}.{key}: not a training setting (allowed: "
+                                    f"{', '.join(sorted(TRAINING_KEYS))})")  # fmt: skip
     for bname, bench_params in params["benchmarks"].items():
         for ds in bench_params.get("dataset_overrides") or {}:
             if ds not in bench_params["datasets"]:
@@ -507,6 +538,8 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
                         f"{', '.join(sorted(PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS))})"
                     )
     problems += _batch_range_problems(params)
+    problems += _physiome_dataset_problems(params)
+    problems += tuning_problems(params)
     if problems:
         raise ConfigError(f"{source} has {len(problems)} problem(s):\n  " + "\n  ".join(problems))
 
@@ -536,6 +569,27 @@ def _batch_range_problems(params: dict) -> list[str]:
                 f"suites.{sname}: benchmark {bname}'s batch_min {low} is above its batch_max "
                 f"{high} after the suite's overrides"
             )
+    return problems
+
+
+def _physiome_dataset_problems(params: dict) -> list[str]:
+    """Each dataset of a physiome-source benchmark is one its mode can have: one of our
+    generated models, or (mode zenodo) one of the official archive's 50 codes; its
+    settings are valid (ssmbench.data.physiome.settings.resolve_settings)."""
+    from ssmbench.data.errors import DataError
+    from ssmbench.data.physiome.settings import resolve_settings
+
+    problems = []
+    for bname, bench in params["benchmarks"].items():
+        if not isinstance(bench, dict) or bench.get("source") != "physiome":
+            continue
+        for dataset in bench.get("datasets") or []:
+            settings = copy.deepcopy(bench)
+            _merge(settings, (bench.get("dataset_overrides") or {}).get(dataset) or {})
+            try:
+                resolve_settings(dataset, settings)
+            except DataError as exc:
+                problems.append(f"benchmarks.{bname}.datasets: {dataset}: {exc}")
     return problems
 
 
@@ -629,6 +683,20 @@ def suite_grid(params: dict, suite: str | None = None) -> list[Job]:
     return sorted(set(jobs))
 
 
+def suite_searches(params: dict, suite: str | None = None) -> list[Job]:
+    """The searches a suite runs before its train jobs: one per (benchmark, dataset,
+    model) of its grid that ``tuning.searches`` tunes, as the Job of the searched fold."""
+    from ssmbench.search_space import search_of
+
+    name = suite or params["suite"]
+    jobs = set()
+    for job in suite_grid(params, name):
+        search = search_of(params, job.benchmark, job.model, name)
+        if search is not None:
+            jobs.add(Job(job.benchmark, job.dataset, job.model, int(search["fold"])))
+    return sorted(jobs)
+
+
 def suite_datasets(params: dict, suite: str | None = None) -> list[tuple[str, str]]:
     """The (benchmark, dataset) pairs a suite needs prepared."""
     return sorted({(j.benchmark, j.dataset) for j in suite_grid(params, suite)})
@@ -673,6 +741,7 @@ def model_entry(params: dict, model: str, dataset: str | None = None) -> dict:
     with the dataset's own (``dataset_params: {<dataset>: {...}}``, e.g. the Log-NCDE
     benchmark's S5 per UEA set) over them, ``dataset_params`` itself left out."""
     entry = copy.deepcopy(params["models"][model])
+    entry.pop("dataset_settings", None)  # training settings: run_settings
     own = entry.pop("dataset_params", None) or {}
     if dataset is not None:
         entry.update(own.get(dataset) or {})
@@ -680,19 +749,72 @@ def model_entry(params: dict, model: str, dataset: str | None = None) -> dict:
 
 
 def run_settings(params: dict, job: Job, suite: str | None = None) -> dict:
-    """A run's training settings: its benchmark's (``benchmark_settings``), then the suite's
-    ``model_overrides`` for its model, last (e.g. the TIDES drop-rate ablation trains the
+    """A run's training settings: its benchmark's (``benchmark_settings``), then its model's
+    ``dataset_settings`` for its dataset, then the suite's ``model_overrides`` for its
+    model, last (e.g. the TIDES drop-rate ablation trains the
     Mamba models without weight decay, the SSMs with 0.1)."""
     name = suite or params["suite"]
     settings = benchmark_settings(params, job.benchmark, name, job.dataset)
+    # the model's own settings on this dataset (e.g. the Log-NCDE benchmark's lr per
+    # model and UEA set): ``models.<model>.dataset_settings.<dataset>``
+    own = (params["models"][job.model].get("dataset_settings") or {}).get(job.dataset) or {}
+    _merge(settings, own)
     _merge(settings, (params["suites"][name].get("model_overrides") or {}).get(job.model) or {})
     return settings
 
 
-def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]:
-    """Everything a training run needs, resolved: what `ssmbench train` runs, and what
-    `ssmbench.staleness.record_state` compares a record with (so a change to any of it
-    reruns exactly the affected runs)."""
+def tuning_problems(params: dict) -> list[str]:
+    """Every problem of ``tuning:`` and the suites' ``tuning`` (the schema checks
+    the shapes): a search of an unknown model or benchmark, an empty space, a name in it
+    that is neither a training setting nor a hyperparameter of the model's family, a
+    search setting that is not a training setting."""
+    from ssmbench.models import validate_model_params
+    from ssmbench.search_space import space_problems
+
+    problems = []
+    for model, search in ((params.get("tuning") or {}).get("searches") or {}).items():
+        where = f"tuning.searches.{model}"
+        if model not in params.get("models", {}):
+            problems.append(f"{where}: unknown model {model!r} (a search is named by the "
+                            "model it tunes)")  # fmt: skip
+            continue
+        for bench in search.get("benchmarks") or []:
+            if bench not in params["benchmarks"]:
+                problems.append(f"{where}.benchmarks: unknown benchmark {bench!r}")
+        for key in search.get("settings") or {}:
+            if key not in TRAINING_KEYS:
+                problems.append(f"{where}.settings.{key}: not a training setting (allowed: "
+                                f"{', '.join(sorted(TRAINING_KEYS))})")  # fmt: skip
+        if search.get("n_trials", 0) < 1:
+            problems.append(f"{where}.n_trials: {search.get('n_trials')!r}; the budget must "
+                            "be at least 1 trial")  # fmt: skip
+        problems += space_problems(
+            f"{where}.space", search.get("space"), model_entry(params, model), TRAINING_KEYS,
+            lambda entry, name=model: validate_model_params(name, entry),
+        )  # fmt: skip
+    for sname, suite in params.get("suites", {}).items():
+        overrides = suite.get("tuning") or {}
+        if "n_trials" in overrides and overrides["n_trials"] < 1:
+            problems.append(f"suites.{sname}.tuning.n_trials: "
+                            f"{overrides['n_trials']!r}; the budget must be at least 1 "
+                            "trial")  # fmt: skip
+        for key in overrides.get("settings") or {}:
+            if key not in TRAINING_KEYS:
+                problems.append(f"suites.{sname}.tuning.settings.{key}: not a "
+                                "training setting")  # fmt: skip
+    return problems
+
+
+def tuned_path(params: dict, job: Job) -> Path:
+    """The tuned-parameters file a (benchmark, dataset, model) run reads (paths.tuned)."""
+    from ssmbench.search_space import tuned_file
+
+    return tuned_file(params["paths"]["tuned"], job.benchmark, job.dataset, job.model)
+
+
+def untuned_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]:
+    """A run's spec from params.yaml alone (no tuned values): what a search's trials start
+    from, on the search's fold."""
     return {
         "benchmark": job.benchmark,
         "dataset": job.dataset,
@@ -703,3 +825,38 @@ def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]
         "prepared_dir": str(Path(params["paths"]["prepared"]) / job.benchmark / job.dataset),
         "code": training_code_digest(params["models"][job.model]["family"]),
     }
+
+
+def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]:
+    """Everything a training run needs, resolved: what `ssmbench train` runs, and what
+    `ssmbench.staleness.record_state` compares a record with (so a change to any of it
+    reruns exactly the affected runs).
+
+    A run whose (benchmark, model) is tuned (``ssmbench.search_space.search_of``) takes the
+    tuned file's values over its model entry and settings, and ``tuned`` says which file
+    (sha256) and values; before the tune stage has written that file, ``tuned`` says it
+    is missing (``ssmbench train`` then refuses to run)."""
+    from ssmbench.search_space import search_of, tuned_params
+
+    spec = untuned_spec(params, job, suite)
+    search = search_of(params, job.benchmark, job.model, suite)
+    if search is None:
+        return spec
+    path = tuned_path(params, job)
+    if not path.is_file():
+        spec["tuned"] = {"file": str(path), "missing": True}
+        return spec
+    tuned = tuned_params(path, job.benchmark, job.dataset, job.model, search["space"])
+    spec["model_params"].update(tuned["model_params"])
+    spec["settings"].update(tuned["training_settings"])
+    spec["tuned"] = {
+        "file": str(path),
+        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "params": tuned["params"],
+        "metric": tuned["metric"],
+        "best_value": tuned["best_value"],
+        "n_trials": tuned["n_trials"],
+        "fold": tuned["fold"],
+        "study": tuned["study"],
+    }
+    return spec

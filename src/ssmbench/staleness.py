@@ -25,6 +25,7 @@ import functools
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -297,25 +298,34 @@ def sync_settings_marker(record_path: str | Path, marker_path: str | Path, spec:
     The marker always exists, so a job's set of inputs never changes from one run to the
     next (Snakemake would rerun a job whose input set changed).
     """
-    record_path, marker_path = Path(record_path), Path(marker_path)
-    # rebuilt from params.yaml on every parse: atomic, but not worth an fsync each
     text = json.dumps(tracked_settings(spec), sort_keys=True, indent=1) + "\n"
+    return sync_marker(
+        record_path, marker_path, text, lambda: record_state(record_path, spec).current
+    )
 
+
+def sync_marker(output_path, marker_path, text: str, current: Callable[[], bool]) -> Path:
+    """A job's marker input holding ``text``, dated before ``output_path`` when the output
+    is ``current()`` and after it when not (so Snakemake's mtime trigger reruns the job):
+    `sync_settings_marker` for a run's record, and the tune stage's for a tuned file."""
+    output_path, marker_path = Path(output_path), Path(marker_path)
+
+    # rebuilt from params.yaml on every parse: atomic, but not worth an fsync each
     def write(always: bool = False) -> None:
         if always or not marker_path.is_file() or marker_path.read_text() != text:
             atomic_write_text(marker_path, text, durable=False)
 
-    if not record_path.is_file():
+    if not output_path.is_file():
         write()
         return marker_path
-    record_time = record_path.stat().st_mtime
-    if not record_state(record_path, spec).current:
-        if not marker_path.is_file() or marker_path.stat().st_mtime <= record_time:
+    output_time = output_path.stat().st_mtime
+    if not current():
+        if not marker_path.is_file() or marker_path.stat().st_mtime <= output_time:
             write(always=True)
-            if marker_path.stat().st_mtime <= record_time:  # coarse clocks: make it newer
-                os.utime(marker_path, (record_time + 1, record_time + 1))
+            if marker_path.stat().st_mtime <= output_time:  # coarse clocks: make it newer
+                os.utime(marker_path, (output_time + 1, output_time + 1))
         return marker_path
-    if not marker_path.is_file() or marker_path.stat().st_mtime > record_time:
+    if not marker_path.is_file() or marker_path.stat().st_mtime > output_time:
         write()
-        os.utime(marker_path, (record_time - 1, record_time - 1))
+        os.utime(marker_path, (output_time - 1, output_time - 1))
     return marker_path

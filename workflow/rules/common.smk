@@ -5,6 +5,7 @@
 # check_suite_sources() that every dataset can be had, so a bad config or a missing
 # archive folder stops the workflow before any job runs.
 import functools
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -20,11 +21,15 @@ from ssmbench.config import (
     job_spec,
     suite_datasets,
     suite_grid,
+    suite_searches,
+    tuned_path,
     unknown_name,
+    untuned_spec,
 )
+from ssmbench.search_space import search_digest, search_of, tuned_is_current
 from ssmbench.report.outputs import figure_captions, output_paths
 from ssmbench.resources import TrainResources
-from ssmbench.staleness import settings_marker_path, sync_settings_marker
+from ssmbench.staleness import settings_marker_path, sync_marker, sync_settings_marker
 from snakemake.logging import logger
 
 check_params(config)
@@ -35,6 +40,7 @@ PATHS = config["paths"]
 GRID = suite_grid(config)
 DATASETS = suite_datasets(config)
 TRAIN_RESOURCES = TrainResources(config)
+SEARCHES = suite_searches(config)
 
 
 # the name patterns of ssmbench.data.names: a wildcard is one plain path component
@@ -47,6 +53,10 @@ wildcard_constraints:
 
 def record_paths():
     return [str(job.record_path(PATHS["runs"])) for job in GRID]
+
+
+def tuned_paths():
+    return [str(tuned_path(config, job)) for job in SEARCHES]
 
 
 def prepared_dirs():
@@ -104,6 +114,41 @@ def settings_marker(wildcards):
     return str(sync_settings_marker(job.record_path(PATHS["runs"]), marker, spec_of(job)))
 
 
+# --- Hyperparameter searches (params.yaml `tuning`; ssmbench.search_space)
+
+
+def tuned_input(wildcards):
+    """A tuned run's tuned file (written by rule tune); nothing for other runs."""
+    if search_of(config, wildcards.benchmark, wildcards.model) is None:
+        return []
+    return [str(tuned_path(config, job_of(wildcards)))]
+
+
+def search_of_target(wildcards):
+    known(wildcards, wildcards.model)
+    search = search_of(config, wildcards.benchmark, wildcards.model)
+    if search is None:
+        raise ConfigError(
+            f"{wildcards.model} is not tuned on benchmark {wildcards.benchmark}: no search "
+            "in params.yaml tuning.searches names it"
+        )
+    job = Job(wildcards.benchmark, wildcards.dataset, wildcards.model, int(search["fold"]))
+    return search, job
+
+
+def search_marker(wildcards):
+    """A search's extra input, like a run's settings marker: it holds the search and is
+    dated after the tuned file when that file did not come from this search (budget and
+    base run included: ssmbench.search_space.tuned_is_current), so the search reruns."""
+    search, job = search_of_target(wildcards)
+    base = untuned_spec(config, job)
+    tuned = tuned_path(config, job)
+    marker = Path(PATHS["settings"]) / job.benchmark / job.dataset / job.model / "search.json"
+    text = json.dumps({"search": search, "digest": search_digest(search, base)},
+                      sort_keys=True, indent=1) + "\n"  # fmt: skip
+    return str(sync_marker(tuned, marker, text, lambda: tuned_is_current(tuned, search, base)))
+
+
 def data_recipe(wildcards):
     """The settings a dataset's content depends on (generator, drop rates, revision...):
     changing them re-prepares it (Snakemake reruns a job whose params changed)."""
@@ -136,6 +181,25 @@ def train_resource(key):
         )
 
     return get
+
+
+def tune_resource(key):
+    """A `resources:` entry of rule tune: the training job's, its runtime times the
+    search's budget (a killed or timed-out search resumes on its next attempt)."""
+
+    def get(wildcards, attempt):
+        value = TRAIN_RESOURCES.value(
+            key, wildcards.benchmark, wildcards.dataset, wildcards.model, attempt
+        )
+        if key == "runtime" and value is not None:
+            return value * int(search_of_target(wildcards)[0]["n_trials"])
+        return value
+
+    return get
+
+
+def tune_threads(wildcards):
+    return train_threads(wildcards)
 
 
 def train_threads(wildcards):

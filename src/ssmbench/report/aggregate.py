@@ -46,6 +46,7 @@ RECORD_KEYS = (
     "test_accuracy",
     "test_error",
     "test_loss",
+    "test_mae",
     "best_epoch",
     "best_val_loss",
     "best_val_accuracy",
@@ -73,6 +74,7 @@ RECORD_KEYS = (
     "created",
     "model_params",
     "protocol",
+    "tuned",
 )
 #: Record keys left out of metrics.csv: provenance (``train.records.PROVENANCE_KEYS``),
 #: wall-clock times, the device the run used, the fingerprints of its code, data and

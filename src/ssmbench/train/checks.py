@@ -23,22 +23,26 @@ class DivergedError(Exception):
     """A training, validation or test loss was NaN or inf: the run stops, without a record."""
 
 
-def check_inputs(dataset, fold: int) -> None:
+def check_inputs(dataset, fold: int, rows=None) -> None:
     """The dataset's labels or targets, its inputs and its declared split, before any
-    row is drawn from it. Raises `DataError` naming the file and the first bad value."""
+    row is drawn from it. Raises `DataError` naming the file and the first bad value.
+
+    ``rows`` (sorted row indices) limits the value checks to those rows, which are then
+    the only ones read: a tuning trial checks its training and validation rows and never
+    reads the fold's test rows."""
     meta = dataset.meta
     if meta.get("task", "classification") == "classification":
-        _check_labels(dataset)
+        _check_labels(dataset, rows)
     else:
         observed = "target_mask.npy" if dataset.target_mask is not None else None
-        _check_finite(dataset, "y.npy", observed)
+        _check_finite(dataset, "y.npy", observed, rows)
     # Every model reads every value of X, unobserved ones (M.npy) too: NaN/inf anywhere in
     # it reaches the loss, so no mask excuses one.
-    _check_finite(dataset, "X.npy")
+    _check_finite(dataset, "X.npy", rows=rows)
     _check_declared_split(dataset, fold)
 
 
-def _check_labels(dataset) -> None:
+def _check_labels(dataset, rows=None) -> None:
     path, meta = dataset.path, dataset.meta
     n_classes = meta.get("n_classes")
     if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 1:
@@ -52,19 +56,28 @@ def _check_labels(dataset) -> None:
             f"{path / 'y.npy'}: dtype {y.dtype}; a classification dataset's labels are "
             f"integer class ids 0..{n_classes - 1}. Run the prepare step again."
         )
-    labels = np.asarray(y)
+    labels = np.asarray(y if rows is None else y[rows])
     bad = np.flatnonzero((labels < 0) | (labels >= n_classes))
     if bad.size:
-        row = int(bad[0])
+        row = int(bad[0]) if rows is None else int(rows[bad[0]])
+        bad_label = int(labels[bad[0]])
         raise DataError(
             f"{path / 'y.npy'}: {bad.size} label(s) outside [0, {n_classes}) (meta.json's "
-            f"n_classes), the first {int(labels[row])} at row {row}. Run the prepare step "
+            f"n_classes), the first {bad_label} at row {row}. Run the prepare step "
             f"again."
         )
 
 
-def _check_finite(dataset, fname: str, observed: str | None = None) -> None:
-    found = dataset.first_non_finite(fname, observed)
+#: rows read at a time when only some rows are checked
+CHECK_ROWS_AT_ONCE = 4096
+
+
+def _check_finite(dataset, fname: str, observed: str | None = None, rows=None) -> None:
+    found = (
+        dataset.first_non_finite(fname, observed)
+        if rows is None
+        else _first_non_finite_in_rows(dataset, fname, observed, rows)
+    )
     if found is None:
         return
     count, first = found
@@ -78,6 +91,26 @@ def _check_finite(dataset, fname: str, observed: str | None = None) -> None:
         f"{dataset.path / fname}: {count} NaN/inf value(s){scope}, the first ({value}) at "
         f"{where}. The prepare step fills missing values; run it again."
     )
+
+
+def _first_non_finite_in_rows(dataset, fname: str, observed: str | None, rows):
+    """``dataset.first_non_finite`` over ``rows`` only, read through the memory map (so the
+    other rows' bytes are not read)."""
+    values = np.load(dataset.path / fname, mmap_mode="r", allow_pickle=False)
+    mask = np.load(dataset.path / observed, mmap_mode="r", allow_pickle=False) if observed else None
+    rows = np.asarray(rows, dtype=np.int64)
+    count, first = 0, None
+    for start in range(0, len(rows), CHECK_ROWS_AT_ONCE):
+        chunk = rows[start : start + CHECK_ROWS_AT_ONCE]
+        bad = ~np.isfinite(np.asarray(values[chunk]))
+        if mask is not None:
+            bad &= np.asarray(mask[chunk], dtype=bool)
+        n_bad = int(np.count_nonzero(bad))
+        if n_bad and first is None:
+            at = np.unravel_index(int(np.argmax(bad)), bad.shape)
+            first = (int(chunk[at[0]]), *(int(i) for i in at[1:]))
+        count += n_bad
+    return None if first is None else (count, first)
 
 
 def _check_declared_split(dataset, fold: int) -> None:

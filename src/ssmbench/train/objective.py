@@ -70,6 +70,15 @@ class Objective:
         loss = sq.sum() / max(1, n_obs)
         return loss, sq.sum().item(), n_obs
 
+    def abs_error_sum(self, out, yb, mb) -> float:
+        """The summed absolute error over the observed targets of a regression batch (the
+        MAE's numerator; its count is `batch_sums`'s)."""
+        pred = self.prediction(out)
+        if mb is None:
+            return (pred - yb).abs().sum().item()
+        zero = torch.zeros((), dtype=pred.dtype, device=pred.device)
+        return torch.where(mb, pred - torch.where(mb, yb, zero), zero).abs().sum().item()
+
     def summarise(self, loss_sum: float, second: float, n_rows: int) -> tuple[float, float]:
         """(mean loss, accuracy) for classification; (MSE, nan) for regression, where
         ``second`` counts the observed target values."""

@@ -133,6 +133,47 @@ def _run_job(spec, record_path: Path, threads, log, checkpoint_path: Path | None
     return training.write_record(record_path, tested)
 
 
+def validate_job(
+    spec: dict,
+    threads: int = 1,
+    log: Callable[[str], None] = print,
+    stop: StopRequest | None = None,
+    on_validated: Callable[[int, float, float], None] | None = None,
+) -> dict:
+    """Train one run as `run_job` does, but score it on its validation rows only, and
+    write nothing: a tuning trial (``ssmbench.train.tune``). The fold's test rows are never
+    read (`_set_up` with ``validation_only``). Returns the best epoch's ``val_loss`` and
+    ``val_accuracy`` (None for regression), ``best_epoch``, ``epochs_run`` and
+    ``train_seconds``. A signal raises `TrainingInterrupted` (no checkpoint: the trial is
+    run again)."""
+    run = _set_up(spec, threads, validation_only=True)
+    if is_estimator(run.model):
+        raise ValueError(
+            f"{spec['model']} is not trained epoch by epoch (an estimator): it has no "
+            "validation curve to tune on; remove it from params.yaml tuning.searches"
+        )
+
+    def fit(stop: StopRequest) -> dict:
+        training = _DeepTraining(run, log, stop, None)
+        training.on_validated = on_validated
+        training.train()
+        best_loss, best_acc = training.state.best
+        return {
+            "val_loss": float(best_loss),
+            "val_accuracy": None if run.data.objective.task != "classification" else best_acc,
+            "best_epoch": training.state.best_epoch,
+            "epochs_run": len(training.state.curve),
+            "train_seconds": training.train_seconds,
+        }
+
+    if stop is not None:
+        stop.disarm()
+        stop.when = ""
+        return fit(stop)
+    with StopRequest(log) as own:
+        return fit(own)
+
+
 @dataclass
 class _FoldData:
     """A run's data: the prepared dataset, its task, and the fold's rows."""
@@ -161,10 +202,12 @@ class _FoldData:
             y = y[np.asarray(self.mask[np.sort(rows)], dtype=bool)]
         return float(np.var(y[np.isfinite(y)]))
 
-    def score(self, model, rows, batch_size, device, stage: str) -> tuple[float, float]:
+    def score(
+        self, model, rows, batch_size, device, stage: str, with_mae: bool = False
+    ) -> tuple[float, ...]:
         return evaluate(
             model, self.objective, self.dataset.X, self.dataset.y, self.mask, rows,
-            batch_size, device, stage, inputs=self.inputs,
+            batch_size, device, stage, inputs=self.inputs, with_mae=with_mae,
         )  # fmt: skip
 
 
@@ -180,10 +223,11 @@ class _RunSetup:
     model: Any  # a torch module, or an estimator (ssmbench.models.is_estimator)
 
 
-def _set_up(spec: dict, threads: int) -> _RunSetup:
+def _set_up(spec: dict, threads: int, validation_only: bool = False) -> _RunSetup:
     """Seed, read the prepared dataset, split the fold and build the model, in that order
-    (the model's initial weights come from the seeded generator)."""
-    from ssmbench.data.store import PreparedDataset
+    (the model's initial weights come from the seeded generator). ``validation_only`` (a
+    tuning trial): the fold's test rows are neither checked nor kept, so nothing reads them."""
+    from ssmbench.data.store import open_fold
     from ssmbench.models import build_model
 
     settings = spec["settings"]
@@ -193,7 +237,7 @@ def _set_up(spec: dict, threads: int) -> _RunSetup:
     seed_everything(seed, settings.get("deterministic", True))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
-    dataset = PreparedDataset(spec["prepared_dir"])
+    dataset = open_fold(spec["prepared_dir"], fold)  # per_fold: its fold{k}/ folder
     meta = dataset.meta
     spec = {**spec, "dataset_sha256": meta.get("raw_files")}
     objective = Objective(meta, dataset.y.shape)
@@ -204,19 +248,22 @@ def _set_up(spec: dict, threads: int) -> _RunSetup:
             f"{spec['dataset']} is a regression task: monitor {monitor!r} has no meaning "
             f"there; set monitor: val_loss for benchmark {spec['benchmark']!r} in params.yaml"
         )
-    # Bad data or a degenerate fold fails here, before any epoch (ssmbench.train.checks).
-    check_inputs(dataset, fold)
     train_idx, val_idx, test_idx = split_indices(
         dataset, fold, settings["val_fraction"], validation_seed(settings, seed),
         settings.get("val_split_fallback", "per_class"),
     )  # fmt: skip
+    # Bad data or a degenerate fold fails here, before any epoch (ssmbench.train.checks).
+    if validation_only:
+        check_inputs(dataset, fold, rows=np.union1d(train_idx, val_idx))
+        test_idx, test_sets = test_idx[:0], {}
+    else:
+        check_inputs(dataset, fold)
+        test_sets = dataset.test_sets(fold)
     check_split(dataset, fold, train_idx, val_idx, settings["val_fraction"])
     method = validation_method(
         dataset, fold, settings["val_fraction"], settings.get("val_split_fallback", "per_class")
     )
-    data = _FoldData(
-        dataset, objective, mask, train_idx, val_idx, test_idx, dataset.test_sets(fold), method
-    )
+    data = _FoldData(dataset, objective, mask, train_idx, val_idx, test_idx, test_sets, method)
     batch_size = batch_size_for(settings, len(train_idx))
     model = build_model(
         spec["model"], int(meta["C"]), objective.n_outputs, int(meta["L"]),
@@ -280,6 +327,9 @@ class _DeepTraining:
         self.last_save = self.started  # when the last checkpoint was written
         self.save_problem: str | None = None  # why the last checkpoint could not be written
         self.train_seconds = self.test_seconds = 0.0
+        # called after each validated epoch with (epoch, val_loss, val_accuracy): a tuning
+        # trial's heartbeat
+        self.on_validated: Callable[[int, float, float], None] | None = None
         log(
             f"[{self.name}] seed={run.seed} device={run.device} train={len(self.data.train_idx)} "
             f"val={len(self.data.val_idx)} test={len(self.data.test_idx)} "
@@ -481,6 +531,8 @@ class _DeepTraining:
             state.best_state = copy.deepcopy(self.model.state_dict())
         else:
             state.since_best += 1
+        if validated and self.on_validated is not None:
+            self.on_validated(epoch, val_loss, val_acc)
         scores = f"val_loss={val_loss:.4f} val_acc={val_acc:.3f} " if validated else ""
         self.log(
             f"epoch {epoch:>4}/{self.max_epochs} train_loss={row['train_loss']:.4f} "
@@ -518,12 +570,13 @@ class _DeepTraining:
                  f"error={tested['test_error']:.4f}")  # fmt: skip
         return tested
 
-    def _score(self, rows) -> tuple[float, float]:
+    def _score(self, rows) -> tuple[float, ...]:
         if self.stop.requested:  # stop before each test set; the record is not written
             where = f"testing (training done: {len(self.state.curve)} epochs)"
             raise self._interrupted(where=where)
         stage = f"[{self.name}] test (best epoch {self.state.best_epoch})"
-        return self.data.score(self.model, rows, self.run.batch_size, self.run.device, stage)
+        return self.data.score(self.model, rows, self.run.batch_size, self.run.device, stage,
+                               with_mae=True)  # fmt: skip
 
     # ------------------------------------------------------------------------- record
     def write_record(self, record_path: Path, tested: dict) -> dict:
@@ -594,6 +647,8 @@ def _write_run(spec, record_path: Path, curve: list[dict], objective, results: d
         **results,
         "model_params": spec["model_params"],
         "protocol": settings,
+        # the tuned file whose values are in model_params / protocol (the tune stage)
+        "tuned": spec.get("tuned"),
         "dataset_sha256": spec.get("dataset_sha256"),
         "code_digest": spec.get("code"),
         "curve_file": curve_path_of(record_path).name,

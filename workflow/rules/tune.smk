@@ -1,0 +1,31 @@
+# One search per (benchmark, dataset, model) that params.yaml's tuning.searches tunes in
+# the suite: an Optuna study on the search's fold, validation metric only, resumable (its
+# journal under paths.tuning); its tuned file is an input of that model's train jobs. A
+# search reruns when its search marker (common.smk) is newer than its tuned file.
+rule tune:
+    input:
+        prepared=f"{PATHS['prepared']}/{{benchmark}}/{{dataset}}",
+        search=search_marker,
+    output:
+        # update(): a retried or rerun search keeps its file until it writes the new one
+        tuned=update(f"{PATHS['tuned']}/{{benchmark}}/{{dataset}}/{{model}}.json"),
+    log:
+        f"{PATHS['logs']}/tune/{{benchmark}}/{{dataset}}/{{model}}.log",
+    params:
+        cli=cli(),
+    threads: tune_threads
+    resources:
+        # a training job's resources (params.yaml resources.train), runtime x the budget
+        mem_mb=tune_resource("mem_mb"),
+        runtime=tune_resource("runtime"),
+        cpus_per_task=tune_resource("cpus_per_task"),
+        gpu=tune_resource("gpu"),
+    shell:
+        "exec {params.cli} tune --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} "
+        "--model {wildcards.model} --threads ${{SLURM_CPUS_PER_TASK:-{threads}}} > {log} 2>&1"
+
+
+rule tuned:
+    """Target: every tuned file of the suite (the DVC `tune` stage runs this)."""
+    input:
+        tuned_paths(),
