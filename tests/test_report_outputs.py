@@ -123,3 +123,22 @@ def test_the_rule_and_the_makefile_spell_no_output_name(path):
     outputs = report_outputs("results", "figures", PARAMS["benchmarks"])
     spelt = sorted({o.path.name for o in outputs if o.path.name in text})
     assert not spelt, f"{path} spells {spelt}: take them from ssmbench.report.outputs"
+
+
+@pytest.mark.parametrize("benchmark", ["physiome_ode", "physiome"])
+def test_the_physiome_table_and_diagram_are_written_for_either_physiome_benchmark(benchmark):
+    names = {o.name: o for o in report_outputs("results", "figures", [benchmark])}
+    assert names["physiome_results_md"].path == Path("results/tables/physiome_results.md")
+    assert {"physiome_results_csv", "physiome_results_tex"} <= set(names)
+    assert names["physiome_cd_png"].path == Path("figures/png/physiome_cd.png")
+    assert names["physiome_cd_pdf"].caption == "physiome_cd"
+    assert not {n for n in report_outputs("r", "f", ["uea"]) if "physiome" in n.name}
+
+
+def test_every_caption_an_artefact_names_exists():
+    every = report_outputs("results", "figures", [*PARAMS["benchmarks"], "physiome_ode"])
+    captions = {o.caption for o in every if o.caption is not None}
+    assert {"physiome_results", "physiome_cd"} <= captions  # a table's caption too
+    for caption in captions:
+        text = (REPO / "workflow" / "report" / f"{caption}.rst").read_text()
+        assert len(text.split()) > 30, f"{caption}.rst: a caption says what the artefact shows"

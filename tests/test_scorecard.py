@@ -11,11 +11,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ssmbench.report.physiome_table import physiome_results
+from ssmbench.report.reference import load_published_uea6
 from ssmbench.report.results import PER_DATASET_COLUMNS, paper_per_dataset
 from ssmbench.report.scorecard import (
+    LEADERBOARD_COLUMNS,
     NO_COMMON_CELL,
     SCORECARD_COLUMNS,
     AgreementRule,
+    leaderboard_comparison,
+    leaderboard_counts,
+    published_counterparts,
     scorecard,
     scorecard_counts,
     write_scorecard,
@@ -173,3 +179,78 @@ def test_a_shifted_paper_frame_disagrees_where_it_should():
     expected = int((paper.loc[paper["model"] == "MS4N", "std"] * 2 >= 0.2).sum())
     assert int(ms4n["agree"].sum()) == expected
     assert set(card["model"].iloc[: 30 - expected]) == {"MS4N"}  # the worst come first
+
+
+def test_uea6_s5_logncde_is_scored_against_the_log_ncde_benchmarks_s5(tmp_path):
+    published = published_counterparts()
+    s5 = load_published_uea6().set_index(["dataset", "model"]).loc[("EigenWorms", "S5")]
+    row = published.set_index(["benchmark", "dataset", "model"]).loc[
+        ("uea6", "EigenWorms", "S5-logncde")
+    ]
+    assert row["error"] == pytest.approx(1 - s5["accuracy_mean"])  # error = 1 − accuracy
+    assert (row["std"], row["n_runs"]) == (pytest.approx(s5["accuracy_std"]), 5)
+    ours = frame([("uea6", "EigenWorms", "S5-logncde", 1 - s5["accuracy_mean"] + 0.01, 0.02, 5),
+                  ("uea6", "Heartbeat", "S5-logncde", 0.9, 0.01, 5)])  # fmt: skip
+    card = scorecard(ours, published).set_index("dataset")
+    assert card.loc["EigenWorms", "agree"] and not card.loc["Heartbeat", "agree"]
+    assert "S5-logncde (uea6, paper): 4 cell(s), not in our records" in card.attrs["not_compared"]
+    md = write_scorecard(scorecard(ours, published), tmp_path / "sc")["md"].read_text()
+    assert "uea6: the Log-NCDE benchmark" in md and "S5-logncde against its S5" in md
+
+
+def test_a_physiome_model_of_ours_that_reimplements_a_leaderboard_one_is_scored():
+    published = published_counterparts(uea6_as={}, physiome_as={"LinODEnet-ours": "LinODENet"})
+    assert set(published["benchmark"]) == {"physiome_ode"} and len(published) == 50
+    hod = published.set_index("dataset").loc["HOD01"]
+    assert (hod["model"], hod["error"], hod["std"], hod["n_runs"]) == (
+        "LinODEnet-ours", 0.441, 0.043, 5)  # fmt: skip
+    assert published_counterparts(uea6_as={}, physiome_as={}).empty
+
+
+def _physiome(cells) -> pd.DataFrame:
+    rows = [{"benchmark": b, "dataset": d, "model": m, "fold": f, "test_error": e}
+            for (b, d, m), errors in cells.items() for f, e in enumerate(errors)]  # fmt: skip
+    return physiome_results(pd.DataFrame(rows))
+
+
+def test_physiome_runs_are_set_beside_the_leaderboards_best(tmp_path):
+    results = _physiome({
+        ("physiome_ode", "HOD01", "M"): [0.2, 0.2],  # below CRU's 0.409: ahead, place 1
+        ("physiome_ode", "DUP01", "M"): [0.9504, 0.9524],  # prints 0.951 = GraFITi-C: level
+        ("physiome_ode", "MIT01", "M"): [0.004] * 5,  # four models at 0.003: place 5
+        ("physiome_ode", "DIF01", "M"): [1.1] * 5,  # above all six: place 7
+        ("physiome", "HodgkinHuxley1952", "M"): [0.001] * 5,  # generated: left out
+    })  # fmt: skip
+    comparison = leaderboard_comparison(results)
+    assert list(comparison.columns) == LEADERBOARD_COLUMNS
+    assert comparison["dataset"].tolist() == ["DUP01", "DIF01", "HOD01", "MIT01"]  # README order
+    rows = comparison.set_index("dataset")
+    assert rows.loc["HOD01", "best_model"] == "CRU" and rows.loc["HOD01", "verdict"] == "ahead"
+    assert rows.loc["HOD01", "place"] == 1
+    assert rows.loc["HOD01", "diff"] == pytest.approx(0.2 - 0.409)
+    assert rows.loc["HOD01", "ratio"] == pytest.approx(0.2 / 0.409)
+    assert rows.loc["HOD01", "z"] == pytest.approx((0.2 - 0.409) / math.sqrt(0.049**2 / 5))
+    assert (rows.loc["DUP01", "verdict"], rows.loc["DUP01", "place"]) == ("level", 1)
+    assert rows.loc["MIT01", "best_model"] == "LinODENet, CRU, GraFITi, GraFITi-C"
+    assert (rows.loc["MIT01", "verdict"], rows.loc["MIT01", "place"]) == ("behind", 5)
+    assert (rows.loc["DIF01", "verdict"], rows.loc["DIF01", "place"]) == ("behind", 7)
+    counts = leaderboard_counts(comparison)
+    assert counts == {"M": {"ahead": 1, "behind": 2, "compared": 4, "level": 1}}
+    assert json.dumps(counts) == json.dumps(counts, sort_keys=True)
+    card = scorecard(EMPTY, EMPTY)
+    md = write_scorecard(card, tmp_path / "sc", leaderboard=comparison)["md"].read_text()
+    section = md[md.index("## Physiome-ODE: ours against the leaderboard's best") :]
+    assert "| MIT01     | M       | 0.004" in section and "| behind " in section
+    assert "## Physiome-ODE" not in write_scorecard(card, tmp_path / "b")["md"].read_text()
+    assert leaderboard_comparison(_physiome({})).empty and leaderboard_counts(
+        leaderboard_comparison(_physiome({}))) == {}  # fmt: skip
+
+
+def test_physiome_cells_of_ours_say_why_they_have_no_published_figure():
+    ours = frame([("physiome", "HodgkinHuxley1952", "TIDES-physio", 0.1, 0.01, 5),
+                  ("physiome_ode", "HOD01", "TIDES-physio", 0.1, 0.01, 5)])  # fmt: skip
+    not_compared = scorecard(ours, PAPER).attrs["not_compared"]
+    assert any(line.startswith("TIDES-physio (physiome, ours): 1 cell(s), generated with myokit")
+               for line in not_compared)  # fmt: skip
+    assert any("(physiome_ode, ours): 1 cell(s), not one of the leaderboard's models" in line
+               for line in not_compared)  # fmt: skip

@@ -10,6 +10,8 @@ import pytest
 from ssmbench.report.reference import load_published_uea6
 from ssmbench.report.uea6_table import (
     SELECTION_NOTE,
+    cd_note,
+    nemenyi_critical_difference,
     ranks_of,
     uea6_results,
     uea6_table,
@@ -67,3 +69,19 @@ def test_missing_datasets_leave_the_averages_to_the_common_ones():
     assert ranks_of(table)["S5-logncde (ours)"] > 1.0  # 50% is below the published there
     empty = uea6_table(uea6_results(pd.DataFrame()))
     assert "S5-logncde (ours)" not in empty.columns and "S5 (published)" in empty.columns
+
+
+@pytest.mark.parametrize("k, q", [(2, 1.960), (3, 2.343), (7, 2.949), (8, 3.031)])
+def test_the_nemenyi_critical_difference_is_demsars(k, q):
+    # Demšar 2006, Table 5a (q_0.05 of the two-tailed Nemenyi test); CD = q sqrt(k(k+1)/6N)
+    assert nemenyi_critical_difference(k, 6) == pytest.approx(q * (k * (k + 1) / 36) ** 0.5,
+                                                              abs=2e-3)  # fmt: skip
+
+
+def test_the_markdown_says_six_datasets_cannot_separate_many_models(tmp_path):
+    paths = write_uea6_table(uea6_results(_records({"Heartbeat": 0.7})), tmp_path / "uea6")
+    md = paths["md"].read_text(encoding="utf-8")
+    # S5-logncde (ours) and the 7 published columns over the 6 datasets
+    assert cd_note(8, 6) in md and "is 4.29 average ranks" in cd_note(8, 6)
+    assert "at most 7 apart" in cd_note(8, 6)
+    assert "3.68" in cd_note(7, 6)

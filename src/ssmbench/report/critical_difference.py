@@ -57,6 +57,16 @@ TEXTSPACE_IN = 1.9
 FOOTNOTE_CHARS = 120  # a line of 7.5 pt text across WIDTH_IN
 #: aeon prints the model names at 16 pt, too big for "HInception" in TEXTSPACE_IN.
 LABEL_FONTSIZE = 11
+#: inches per character of a label at LABEL_FONTSIZE (with its rank): longer names than
+#: TEXTSPACE_IN holds widen the label space
+LABEL_CHAR_IN = 0.085
+
+
+def label_space(labels) -> float:
+    """The label space (inches) each side of the axis: TEXTSPACE_IN, or more for long
+    names (e.g. "TIDES-physio-ImInput" with its rank)."""
+    longest = max((len(str(label)) for label in labels), default=0)
+    return max(TEXTSPACE_IN, LABEL_CHAR_IN * (longest + 7))
 
 
 class Dropped(NamedTuple):
@@ -345,7 +355,8 @@ def cd_diagram(
         fig, _, _ = plot_critical_difference(
             scores.to_numpy(float), [str(m) for m in scores.columns], highlight=highlight,
             lower_better=True, test="wilcoxon", correction="holm", alpha=alpha,
-            width=WIDTH_IN, textspace=TEXTSPACE_IN, return_p_values=True,
+            width=WIDTH_IN + 2 * (label_space(scores.columns) - TEXTSPACE_IN),
+            textspace=label_space(scores.columns), return_p_values=True,
         )  # fmt: skip
     try:
         labels = {str(m) for m in scores.columns}

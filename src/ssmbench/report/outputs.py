@@ -34,8 +34,9 @@ PAPER_BENCHMARKS = ("monster", "uea")
 class Artefact:
     """One table or figure: ``key`` (its file stem), ``kind`` (``table`` or ``figure``),
     ``needs`` (it is written when the suite has any of these benchmarks), ``caption``
-    (a figure's caption file under ``workflow/report``, without ``.rst``) and ``what``
-    (one line: what it shows)."""
+    (its caption file under ``workflow/report``, without ``.rst``: every figure's, which
+    the Snakemake report shows; a table's where it has one, for a report that takes
+    tables) and ``what`` (one line: what it shows)."""
 
     key: str
     kind: str
@@ -110,6 +111,15 @@ UEA6_ARTEFACTS = (
     Artefact("uea6_results", "table", ("uea6",),
              "UEA-6 (Log-NCDE protocol): accuracy per dataset, ours beside the published"),
 )  # fmt: skip
+#: The TIDES paper's Physiome-ODE table (ours on the official archive and our generated
+#: stand-ins, beside the leaderboard) and the critical differences of its columns.
+PHYSIOME_ARTEFACTS = (
+    Artefact("physiome_results", "table", ("physiome_ode", "physiome"),
+             "Physiome-ODE: test MSE per dataset, ours beside the leaderboard, wins and "
+             "average rank", "physiome_results"),
+    Artefact("physiome_cd", "figure", ("physiome_ode", "physiome"),
+             "Physiome-ODE: critical differences, ours beside the leaderboard", "physiome_cd"),
+)  # fmt: skip
 #: The Im Λ ablation: TIDES with a static vs an input-dependent Im Λ, where it has pairs.
 IM_ABLATION_ARTEFACTS = (
     Artefact("im_ablation_table", "table", ("uea_drop", "physiome"),
@@ -133,7 +143,7 @@ def artefacts(benchmarks: Iterable[str], published: bool = False) -> list[Artefa
     for bench in sorted(benchmarks - set(PAPER_BENCHMARKS)):
         out += other_benchmark_artefacts(bench)
     for group in (FADING_FLASH_ARTEFACTS, DROP_RATE_ARTEFACTS, IM_ABLATION_ARTEFACTS,
-                  UEA6_ARTEFACTS):  # fmt: skip
+                  UEA6_ARTEFACTS, PHYSIOME_ARTEFACTS):  # fmt: skip
         out += [a for a in group if benchmarks & set(a.needs)]
     what = "training curves of MS4 and MS4N (or of the models run)"
     out.append(Artefact("training_curves", "figure", tuple(sorted(benchmarks)), what, "curves"))

@@ -1,4 +1,5 @@
-"""The published MS4N-paper figures shipped in ``ssmbench/reference/`` (see its README)."""
+"""The published figures shipped in ``ssmbench/reference/`` (see its README): the MS4N
+paper's, the Log-NCDE benchmark's UEA-6 accuracies and the Physiome-ODE leaderboard."""
 
 from __future__ import annotations
 
@@ -52,6 +53,21 @@ def load_published_uea6() -> pd.DataFrame:
         "published_uea6_logncde.csv",
         dtype={"dataset": str, "model": str, "n_seeds": int, "accuracy_mean": float,
                "accuracy_std": float},
+    )  # fmt: skip
+
+
+def load_published_physiome() -> pd.DataFrame:
+    """The Physiome-ODE leaderboard (github kloetergensc/Physiome-ODE @4829169, README):
+    ``code, dataset, domain, model, mse_mean, mse_std`` for its 50 datasets and 6 models
+    (GRU-ODE-Bayes, LinODENet, CRU, Neural Flows, GraFITi, GraFITi-C), in the README's
+    row order. ``code`` is the README's short name (DUP01, HOD01, ...), ``dataset`` the
+    archive's model name (``resources/Top50_final.csv``); the MSE is the test MSE pooled
+    over the observed targets, in the archive's normalised units, mean ± std over the 5
+    folds as printed (3 decimals; which std the README does not say)."""
+    return _read_csv(
+        "published_physiome_leaderboard.csv",
+        dtype={"code": str, "dataset": str, "domain": str, "model": str, "mse_mean": float,
+               "mse_std": float},
     )  # fmt: skip
 
 

@@ -1,10 +1,24 @@
 """The reproduced-vs-published scorecard: for every (benchmark, dataset, model) cell that
-both our runs and the MS4N paper's Tables 3 (MONSTER) and 5 (UEA) have, our error beside
-the paper's, their difference, a z score, and whether they agree under ``AgreementRule``.
+both our runs and a published table have, our error beside the published one, their
+difference, a z score, and whether they agree under ``AgreementRule``.
+
+The published cells (``PUBLISHED_SOURCES``): the MS4N paper's Tables 3 (MONSTER) and 5
+(UEA), and, for the TIDES benchmarks, the published cells of a model that one of ours
+reimplements (``published_counterparts``): UEA-6's ``S5-logncde`` against the Log-NCDE
+benchmark's S5 (error = 1 − accuracy), and on Physiome-ODE any model of ours named in
+``PHYSIOME_PUBLISHED_AS`` against its leaderboard column (none today).
+
+No model of ours is one of the Physiome-ODE leaderboard's six, so no Physiome-ODE cell is
+a reproduction. What a researcher asks of those runs instead is whether they beat the
+state of the art: ``leaderboard_comparison`` sets each model of ours, on each official
+dataset, beside the leaderboard's best there, and where it would place among the six.
+Each of our models is shown, not our best per dataset, which would be picked on the test
+sets. The generated stand-ins (benchmark ``physiome``) are not the leaderboard's test sets
+and are not compared (``physiome_table``).
 
 ``scorecard`` builds the table (worst cell first), ``scorecard_counts`` the agree/compared
-counts that summary.json carries (a DVC metric: ints, sorted keys), ``write_scorecard``
-the CSV and Markdown files.
+counts that summary.json carries (a DVC metric: ints, sorted keys), ``leaderboard_counts``
+the Physiome-ODE counts beside them, ``write_scorecard`` the CSV and Markdown files.
 """
 
 from __future__ import annotations
@@ -20,6 +34,23 @@ import pandas as pd
 
 from ssmbench.io import atomic_write, atomic_write_text
 
+from .physiome_table import (
+    DECIMALS as PHYSIOME_DECIMALS,
+)
+from .physiome_table import (
+    GENERATED_BENCHMARK,
+    OFFICIAL,
+    OFFICIAL_BENCHMARK,
+    PUBLISHED_FOLDS,
+    PUBLISHED_MODELS,
+    load_published_physiome,
+    printed,
+)
+from .reference import load_published_uea6
+from .results import PER_DATASET_COLUMNS
+from .uea6_table import BENCHMARK as UEA6_BENCHMARK
+from .uea6_table import PUBLISHED_AS as UEA6_PUBLISHED_AS
+
 log = logging.getLogger(__name__)
 
 CELL_KEYS = ["benchmark", "dataset", "model"]
@@ -32,6 +63,33 @@ ALL_MODELS = "all"
 NO_COMMON_CELL = "no cell is in both our records and the paper"
 DECIMALS = 3  # the Markdown's numbers, as the paper prints them
 CSV_DECIMALS = 6  # as summary.json: enough for any comparison, stable across reruns
+#: Where each benchmark's published cells come from (the Markdown says it below the rule).
+PUBLISHED_SOURCES = {
+    "monster": "the MS4N paper's Table 3",
+    "uea": "the MS4N paper's Table 5",
+    UEA6_BENCHMARK: "the Log-NCDE benchmark (github Benjamin-Walker/log-neural-cdes @5612f00), "
+    "error = 1 − test accuracy, population std over its 5 seeds; "
+    + ", ".join(f"{ours} against its {theirs}" for ours, theirs in UEA6_PUBLISHED_AS.items()),
+    OFFICIAL_BENCHMARK: "the Physiome-ODE leaderboard (github kloetergensc/Physiome-ODE "
+    "@4829169, README), error = test MSE",
+}
+#: Our Physiome-ODE model -> the leaderboard model it reimplements. None of ours is one of
+#: the six today (GRU-ODE-Bayes, LinODENet, CRU, Neural Flows, GraFITi, GraFITi-C); a
+#: LinODEnet of ours would map to "LinODENet" here and be scored like S5-logncde.
+PHYSIOME_PUBLISHED_AS: dict[str, str] = {}
+#: Why a cell of ours on these benchmarks has no published figure (the "not compared" list).
+NO_FIGURE_WHY = {
+    GENERATED_BENCHMARK: "generated with myokit, not the Physiome-ODE leaderboard's test "
+    "sets (physiome_results shows them, unranked)",
+    OFFICIAL_BENCHMARK: "not one of the leaderboard's models (see Physiome-ODE against the "
+    "leaderboard's best)",
+}
+LEADERBOARD_COLUMNS = [
+    "dataset", "model", "ours_mse", "ours_std", "ours_n", "best_model", "best_mse",
+    "best_std", "diff", "ratio", "z", "place", "verdict",
+]  # fmt: skip
+#: ``leaderboard_comparison``'s verdicts, at the leaderboard's printed precision.
+LEADERBOARD_VERDICTS = ("ahead", "level", "behind")
 #: Column dtypes other than float (run counts are whole numbers, NA where unknown).
 _DTYPES = {
     "benchmark": object, "dataset": object, "model": object, "ours_n": "Int64",
@@ -70,6 +128,36 @@ class AgreementRule:
         )
 
 
+def _published_frame(rows: list[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows, columns=list(PER_DATASET_COLUMNS))
+    return frame.astype({"error": float, "std": float, "n_runs": float})
+
+
+def published_counterparts(
+    uea6_as: dict[str, str] = UEA6_PUBLISHED_AS,
+    physiome_as: dict[str, str] = PHYSIOME_PUBLISHED_AS,
+) -> pd.DataFrame:
+    """A per-dataset frame (``results.PER_DATASET_COLUMNS``) of the TIDES benchmarks'
+    published cells of each model one of ours reimplements, under our model's name so
+    that ``scorecard`` pairs them: ``uea6`` (``uea6_table.PUBLISHED_AS``: error = 1 −
+    accuracy, std as published, ``n_runs`` its seeds) and ``physiome_ode``
+    (``physiome_as``: error = the leaderboard's MSE, ``n_runs`` 5)."""
+    rows = []
+    uea6 = load_published_uea6()
+    for ours, theirs in sorted(uea6_as.items()):
+        for r in uea6[uea6["model"] == theirs].itertuples(index=False):
+            rows.append({"benchmark": UEA6_BENCHMARK, "dataset": r.dataset, "model": ours,
+                         "error": 1.0 - r.accuracy_mean, "std": r.accuracy_std,
+                         "n_runs": r.n_seeds})  # fmt: skip
+    leaderboard = load_published_physiome()
+    for ours, theirs in sorted(physiome_as.items()):
+        for r in leaderboard[leaderboard["model"] == theirs].itertuples(index=False):
+            rows.append({"benchmark": OFFICIAL_BENCHMARK, "dataset": r.code, "model": ours,
+                         "error": r.mse_mean, "std": r.mse_std,
+                         "n_runs": PUBLISHED_FOLDS})  # fmt: skip
+    return _published_frame(rows)
+
+
 def _cells(frame: pd.DataFrame, side: str) -> pd.DataFrame:
     """One row per cell with a finite error: ``{side}_mean, {side}_std, {side}_n``."""
     frame = frame.assign(error=pd.to_numeric(frame["error"], errors="coerce"))
@@ -106,7 +194,8 @@ def _log_unmatched(merged: pd.DataFrame) -> list[str]:
     ):
         rows = merged[merged["_merge"] == side]
         for (bench, model), group in rows.groupby(["benchmark", "model"], sort=True):
-            line = f"{model} ({bench}, {other}): {len(group)} cell(s), {why}"
+            reason = NO_FIGURE_WHY.get(bench, why) if side == "left_only" else why
+            line = f"{model} ({bench}, {other}): {len(group)} cell(s), {reason}"
             lines.append(line)
             log.warning("scorecard: skipped %s", line)
     return lines
@@ -170,6 +259,66 @@ def scorecard_counts(card: pd.DataFrame) -> dict:
     return counts
 
 
+def leaderboard_comparison(physiome: pd.DataFrame) -> pd.DataFrame:
+    """Physiome-ODE, where no model of ours is a leaderboard model: one row per (official
+    dataset, model of ours) of ``physiome_table.physiome_results``, the leaderboard's
+    order of datasets, then by model. Columns ``LEADERBOARD_COLUMNS``:
+
+    * ``ours_mse/std/n``: ours; ``best_model``, ``best_mse``, ``best_std``: the
+      leaderboard's lowest MSE there at its printed 3 decimals (tied models named
+      together, the std of the first in its column order);
+    * ``diff = ours − best``, ``ratio = ours / best`` (NaN where best is 0), ``z`` as in
+      ``scorecard`` (the best's n = 5 folds);
+    * ``place``: where ours would stand among the six, 1–7 (1 + how many are lower at 3
+      decimals: ties share the better place, the table's rank convention);
+    * ``verdict``: ``ahead`` / ``level`` / ``behind`` the best at 3 decimals.
+
+    The generated stand-ins are not the leaderboard's test sets: left out."""
+    rows = []
+    ours = physiome[(physiome["source"] == "ours") & (physiome["test_set"] == OFFICIAL)]
+    published = physiome[physiome["source"] == "published"]
+    order = {code: i for i, code in enumerate(dict.fromkeys(load_published_physiome()["code"]))}
+    for r in ours.itertuples(index=False):
+        theirs = published[published["label"] == r.label].set_index("model")
+        theirs = theirs.reindex([m for m in PUBLISHED_MODELS if m in theirs.index])
+        if theirs.empty:
+            continue
+        shown = theirs["mse"].map(printed)
+        best = shown.min()
+        best_models = list(shown.index[shown == best])
+        best_std = float(theirs.loc[best_models[0], "std"])
+        mine = printed(r.mse)
+        variance = r.std**2 / r.n + best_std**2 / PUBLISHED_FOLDS
+        diff = r.mse - best
+        rows.append({
+            "dataset": r.label, "model": r.model, "ours_mse": r.mse, "ours_std": r.std,
+            "ours_n": r.n, "best_model": ", ".join(best_models), "best_mse": best,
+            "best_std": best_std, "diff": diff,
+            "ratio": r.mse / best if best > 0 else math.nan,
+            "z": diff / math.sqrt(variance) if variance > 0 else math.nan,
+            "place": 1 + int((shown < mine).sum()),
+            "verdict": "ahead" if mine < best else "level" if mine == best else "behind",
+        })  # fmt: skip
+    frame = pd.DataFrame(rows, columns=LEADERBOARD_COLUMNS)
+    if frame.empty:
+        return frame
+    frame["_order"] = [order.get(d, len(order)) for d in frame["dataset"]]
+    frame = frame.sort_values(["_order", "dataset", "model"], kind="stable")
+    return frame.drop(columns="_order").reset_index(drop=True)
+
+
+def leaderboard_counts(comparison: pd.DataFrame) -> dict:
+    """``{model: {"ahead": a, "behind": b, "compared": n, "level": l}}`` of
+    ``leaderboard_comparison``, ints and sorted keys (summary.json's
+    ``physiome_leaderboard``); ``{}`` for no row."""
+    counts = {}
+    for model, group in comparison.groupby("model", sort=True):
+        entry = {v: int((group["verdict"] == v).sum()) for v in LEADERBOARD_VERDICTS}
+        entry["compared"] = int(len(group))
+        counts[str(model)] = {k: entry[k] for k in sorted(entry)}
+    return counts
+
+
 def _fmt(value) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "–"
@@ -212,10 +361,54 @@ def _markdown(df: pd.DataFrame) -> str:
     return df.to_markdown(index=False, tablefmt="github", disable_numparse=True)
 
 
-def scorecard_markdown(card: pd.DataFrame, rule: AgreementRule = AgreementRule()) -> str:
-    """The scorecard as Markdown: the rule (its first line), the per-model agree/compared
-    summary, what was not compared, then the cells (3 decimals, agree as yes/no)."""
-    parts = [rule.sentence(), ""]
+def _sources_line(card: pd.DataFrame) -> list[str]:
+    benches = [b for b in sorted(card["benchmark"].unique()) if b in PUBLISHED_SOURCES]
+    if not benches:
+        return []
+    return ["Published: " + "; ".join(f"{b}: {PUBLISHED_SOURCES[b]}" for b in benches) + ".", ""]
+
+
+def _leaderboard_markdown(comparison: pd.DataFrame) -> list[str]:
+    """The Physiome-ODE section: what it is, the per-model counts, the rows."""
+    counts = pd.DataFrame(
+        [{"model": m, **{k: str(v) for k, v in c.items()}}
+         for m, c in leaderboard_counts(comparison).items()],
+        columns=["model", *LEADERBOARD_VERDICTS, "compared"],
+    )  # fmt: skip
+    rows = pd.DataFrame({c: comparison[c].astype(str) for c in ("dataset", "model")})
+    for col in LEADERBOARD_COLUMNS[2:]:
+        if col in ("ours_n", "place"):
+            rows[col] = [str(int(v)) for v in comparison[col]]
+        elif col in ("best_model", "verdict"):
+            rows[col] = comparison[col].astype(str)
+        elif col in ("ratio", "z"):
+            rows[col] = ["–" if pd.isna(v) else f"{v:.2f}" for v in comparison[col]]
+        else:
+            rows[col] = [f"{v:.{PHYSIOME_DECIMALS}f}" for v in comparison[col]]
+    return [
+        "## Physiome-ODE: ours against the leaderboard's best", "",
+        "A model of ours that is none of the leaderboard's six has no cell above to "
+        "reproduce. Each row sets one model of ours, on one official dataset, beside the "
+        "lowest published test MSE there (3 decimals, as printed; tied models named "
+        "together): diff = ours − best, ratio = ours / best, place = where ours would "
+        "stand among the six (1 = a lower MSE than all six, 7 = a higher one, ties sharing "
+        "the better place), verdict at 3 decimals. A comparison with the state of the art, "
+        "not an agreement test; the generated stand-ins (benchmark physiome) are not its "
+        "test sets and are left out.", "",
+        _markdown(counts), "", _markdown(rows), "",
+    ]  # fmt: skip
+
+
+def scorecard_markdown(
+    card: pd.DataFrame,
+    rule: AgreementRule = AgreementRule(),
+    leaderboard: pd.DataFrame | None = None,
+) -> str:
+    """The scorecard as Markdown: the rule (its first line), where the published cells
+    come from, the per-model agree/compared summary, what was not compared, the cells (3
+    decimals, agree as yes/no), then, given ``leaderboard`` rows
+    (``leaderboard_comparison``), the Physiome-ODE section."""
+    parts = [rule.sentence(), "", *_sources_line(card)]
     if card.empty:
         parts += [f"Scorecard: {NO_COMMON_CELL}.", ""]
     else:
@@ -225,14 +418,20 @@ def scorecard_markdown(card: pd.DataFrame, rule: AgreementRule = AgreementRule()
     if not_compared:
         parts += ["Not compared:", "", *(f"- {line}" for line in not_compared), ""]
     parts += ["## Cells, most disagreeing first", "", _markdown(_cells_table(card)), ""]
+    if leaderboard is not None and not leaderboard.empty:
+        parts += _leaderboard_markdown(leaderboard)
     return "\n".join(parts)
 
 
 def write_scorecard(
-    card: pd.DataFrame, stem: str | os.PathLike, rule: AgreementRule = AgreementRule()
+    card: pd.DataFrame,
+    stem: str | os.PathLike,
+    rule: AgreementRule = AgreementRule(),
+    leaderboard: pd.DataFrame | None = None,
 ) -> dict[str, Path]:
     """Write ``stem.csv`` (the card's numbers, 6 decimals) and ``stem.md``
-    (``scorecard_markdown``), each atomically; returns {"csv": path, "md": path}.
+    (``scorecard_markdown``, with the Physiome-ODE section of ``leaderboard`` where it
+    has rows), each atomically; returns {"csv": path, "md": path}.
     ``rule``: the one the card was built with, for the Markdown's sentence."""
     stem = Path(stem)
     csv_card = card.reindex(columns=SCORECARD_COLUMNS)
@@ -247,5 +446,7 @@ def write_scorecard(
                 float_format=f"%.{CSV_DECIMALS}f",
             ),
         ),
-        "md": atomic_write_text(stem.with_name(stem.name + ".md"), scorecard_markdown(card, rule)),
+        "md": atomic_write_text(
+            stem.with_name(stem.name + ".md"), scorecard_markdown(card, rule, leaderboard)
+        ),
     }

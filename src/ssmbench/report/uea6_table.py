@@ -8,12 +8,21 @@ split rows (their permutation is JAX's). A model of ours that reimplements one o
 (``PUBLISHED_AS``: ``S5-logncde`` is their S5 with their per-dataset configuration) has
 its published column beside it. Ranks (1 = best) are over every column of the table on
 the datasets all of them have; population std over the seeds, as the published one.
+
+No critical-difference diagram is drawn for UEA-6: over 6 datasets a rank test cannot
+separate many models. The Markdown says by how much (``nemenyi_critical_difference``:
+the Nemenyi critical difference of the table's columns over the 6 datasets, Demšar 2006,
+JMLR 7:1-30, section 3.2.2).
 """
 
 from __future__ import annotations
 
-import pandas as pd
+import math
 
+import pandas as pd
+from scipy.stats import studentized_range
+
+from .critical_difference import ALPHA
 from .reference import load_published_uea6
 from .tables import MISSING, PM, write_table
 
@@ -30,6 +39,27 @@ SELECTION_NOTE = (
     "UEA configurations by seed-42 test accuracy (uea/run_top_configs.py:101-104); the "
     "Log-NCDE baselines are its fixed per-dataset configurations."
 )
+
+
+def nemenyi_critical_difference(n_models: int, n_datasets: int, alpha: float = ALPHA) -> float:
+    """The Nemenyi test's critical difference of average ranks (Demšar 2006, section
+    3.2.2): ``q_α · sqrt(k(k+1) / (6N))`` for ``k`` models over ``N`` datasets,
+    ``q_α`` the studentised range's upper-α quantile for ``k`` groups and infinite
+    degrees of freedom over √2 (Demšar's Table 5a: 2.343 for k = 3, 3.031 for k = 8).
+    Two models' average ranks must differ by more than this to differ at ``alpha``."""
+    q = studentized_range.ppf(1.0 - alpha, n_models, math.inf) / math.sqrt(2.0)
+    return float(q * math.sqrt(n_models * (n_models + 1) / (6.0 * n_datasets)))
+
+
+def cd_note(n_columns: int, n_datasets: int, alpha: float = ALPHA) -> str:
+    """The note on why UEA-6 has no critical-difference diagram, with the number."""
+    cd = nemenyi_critical_difference(n_columns, n_datasets, alpha)
+    return (
+        f"No critical-difference diagram: with {n_columns} columns over {n_datasets} "
+        f"datasets the Nemenyi critical difference at α = {alpha:g} is {cd:.2f} average "
+        f"ranks, where first and last can be at most {n_columns - 1} apart: only models "
+        "near the two ends of the ranking could be told apart."
+    )
 
 
 def uea6_results(records: pd.DataFrame) -> pd.DataFrame:
@@ -103,14 +133,18 @@ def uea6_table(results: pd.DataFrame) -> pd.DataFrame:
 
 def write_uea6_table(results: pd.DataFrame, stem) -> dict:
     """The table as CSV, Markdown and LaTeX (``tables.write_table``), the Markdown with
-    the selection note below it."""
+    the note on critical differences (``cd_note``: the table's columns over the UEA-6
+    datasets) and the selection note below it."""
     from pathlib import Path
 
     from ssmbench.io import atomic_write_text
 
-    paths = write_table(uea6_table(results), stem)
+    table = uea6_table(results)
+    paths = write_table(table, stem)
     md = Path(paths["md"])
-    atomic_write_text(md, md.read_text(encoding="utf-8") + "\n" + SELECTION_NOTE + "\n")
+    n_datasets = load_published_uea6()["dataset"].nunique()
+    notes = cd_note(len(table.columns) - 1, n_datasets) + "\n\n" + SELECTION_NOTE
+    atomic_write_text(md, md.read_text(encoding="utf-8") + "\n" + notes + "\n")
     return paths
 
 
