@@ -94,11 +94,12 @@ Always:
   is concerned.
 * *Failures.* The reference aborts the dataset when an instance fails 10 times; we skip
   that instance and count it (``meta["n_failed"]``).
-* *Models.* The five models above instead of the reference's 50 (two overlap by name:
-  Hodgkin-Huxley 1952 and DiFrancesco-Noble 1985, from other files than the reference's
-  CellML exports: other parametrisations and perturbed constants, and HOD01's stimulus
-  pulse is not in our HH file, see ``models.py``); solver CVODES (BDF, myokit) instead of
-  LSODA; no ``max_step`` limit.
+* *Models.* Six models instead of the reference's 50: the five myokit ships (two overlap
+  by name: Hodgkin-Huxley 1952 and DiFrancesco-Noble 1985, from other files than the
+  reference's CellML exports: other parametrisations and perturbed constants) and
+  ``HOD01``, our myokit transcription of the reference's hodgkin_huxley_1952_variant01
+  (its 8 constants and its 10 ms stimulus; ``model_files/``); solver CVODES (BDF, myokit)
+  instead of LSODA; no ``max_step`` limit.
 """
 
 from ssmbench.data.physiome.dataset import build_dataset, fold_assignment

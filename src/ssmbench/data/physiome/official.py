@@ -11,9 +11,10 @@ states), with the README leaderboard's short name as ``code`` (rows matched in o
 checked on the JGD column). ``domain`` is that file's
 biological domain. Read once, on import, with the standard library alone.
 
-Only mode ``"zenodo"`` can have these datasets: we do not generate them (two of them are
-models we generate under our own names: ``HodgkinHuxley1952`` and ``DiFrancescoNoble1985``,
-whose ``official`` counterpart in ``models.PHYSIOME_MODELS`` is HOD01's and DIF01's folder).
+Only mode ``"zenodo"`` has these datasets, with one exception: ``HOD01`` is also a
+generated dataset (our transcription of its model, ``models.PHYSIOME_MODELS``). Two more
+are models we generate under our own names (``HodgkinHuxley1952``,
+``DiFrancescoNoble1985``, whose ``official`` counterpart is HOD01's and DIF01's folder).
 """
 
 from __future__ import annotations
