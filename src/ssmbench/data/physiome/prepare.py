@@ -202,8 +202,6 @@ def prepare_physiome(
     inst = sim["instance"]
     fold0 = built["fold_sizes"][0]
     lengths = built["lengths"]
-    gen = {k: cfg[k] for k in GENERATOR_KEYS if k != "models"}
-    versions = myokit_versions()
     meta = {
         "name": name,
         "benchmark": BENCHMARK,
@@ -219,7 +217,6 @@ def prepare_physiome(
         "n_targets": int(C),
         "target_shape": [int(C), int(L)],
         "target_mask": "target_mask.npy",
-        "channels": sim["channels"],
         "n_train": fold0["train"],
         "n_val": fold0["val"],
         "n_test": fold0["test"],
@@ -241,22 +238,7 @@ def prepare_physiome(
         "n_observed_steps": built["n_observed_steps"],
         "n_forecast_steps": built["n_forecast_steps"],
         "forecast_channels": "all",
-        "source": "generated",
-        "source_url": f"{PAPER_URL} ({CODE_URL}; Zenodo record {ZENODO_RECORD})",
-        "raw_files": prov["raw_files"],
-        "model": {
-            "files": prov.get("model_files"),
-            "format": entry["format"],
-            "reference": entry["reference"],
-            "notes": entry["notes"],
-            "settings_from": entry["settings_from"],
-            "official_counterpart": entry["official"],
-            "time_unit": entry["time_unit"],
-            "perturbed_constants": sim["constants"],
-        },
-        "myokit_version": versions["myokit"],
-        "sundials_version": versions["sundials"],
-        "generation": gen,
+        **_generator_meta(name, cfg, entry, prov, sim),
         "seeds": {
             "words": seed_words(cfg),
             "instance": "default_rng([*words, 0, i, try]), words = [seed, crc32(name)]",
@@ -268,16 +250,13 @@ def prepare_physiome(
             "t_max": built["t_max"],
             "grid": "linspace(0, horizon, 2 n_time_points), window of n_time_points points",
         },
-        "n_simulated": cfg["n_instances"],
-        "n_failed": len(sim["failed"]),
-        "failed_instances": sim["failed"],
-        "n_draws": sim["tries"],
         "n_dropped": int(built["dropped"].size),
         "dropped_instances": inst[built["dropped"]].tolist(),
         "row_instance": inst[built["kept"]].tolist(),
         "length_policy": (
-            "right_pad: rows hold their observed then forecast steps with something observed "
-            "(all steps when compact is false); X, y 0, M, target_mask False, T repeated"
+            "right_pad: rows hold their observed then forecast steps that row_selection "
+            "keeps (odd_count: an odd number of channels observed, the archive's rule; "
+            "any_observed: at least one); X, y 0, M, target_mask False, T repeated"
             if cfg["compact"]
             else "equal_length: every grid step kept"
         ),
@@ -295,7 +274,6 @@ def prepare_physiome(
             "constant_channels": built["constant_channels"],
         },
         "deviations": [*DEVIATIONS[:-1], model_deviation(entry)],
-        "reference_code": [CODE_URL, GENERATE_CODE_URL],
         **prepared_stamp(),
     }
     meta["timings"] = {
