@@ -13,6 +13,7 @@ from .inception import HInceptionClassifier
 from .mamba import Mamba1Classifier, Mamba2Classifier
 from .minimal_ssm import MinimalSSMClassifier
 from .ms4 import MS4Classifier, S4DClassifier
+from .rformer import RFormerClassifier
 from .rnn import GRUClassifier, LSTMClassifier
 from .tides import MambaSClassifier, S5Classifier, TIDESClassifier
 from .transformers import InformerClassifier, ITransformerClassifier, TransformerClassifier
@@ -36,6 +37,8 @@ FAMILIES: dict[str, type] = {
     "tides": TIDESClassifier,
     "s5": S5Classifier,
     "mambas": MambaSClassifier,
+    # the TIDES paper's irregular-time baselines: signature patches + causal Transformer
+    "rformer": RFormerClassifier,
     # the TIDES paper's Fading Flash models (S5, TIDES, MambaS by their modes)
     "minimal_ssm": MinimalSSMClassifier,
     # non-deep (fit once, no epochs; ``is_estimator``): see estimators.py
