@@ -28,12 +28,21 @@ TOO_LARGE = {("convtran", (1345, 2500, 2))}
 #: RFormer's level-2 signature of a 1,346-dimensional path has 1.8 million features per
 #: token (a block of ~10^13 weights): its constructor refuses a block over 10^9.
 TOO_LARGE |= {("rformer", shape) for shape in SHAPES if shape[0] == 1345}
+#: Log-NCDE's depth-2 vector field at C = 1345 has 1346 paths x 905,185 log-signature
+#: coordinates per window, LinODEnet's filter and ODE C x C matrices (H = N = C) and a
+#: matrix exponential per step: at L = 2500 each is minutes on a CPU for one contract check.
+TOO_LARGE |= {("logncde", (1345, 2500, 2)), ("linodenet", (1345, 2500, 2))}
 
 
 def _cannot_exist(entry: dict, C: int, L: int) -> bool:
     """A params.yaml entry that cannot be built at (C, L) by construction: RFormer with
     more windows than steps, or with C = 1345 (see TOO_LARGE)."""
     return entry["family"] == "rformer" and (entry.get("n_windows", 100) > L or C > 64)
+
+
+#: (family, C) whose params.yaml entries are built but not run there: Log-NCDE at its real
+#: widths and C = 1345 spends ~8 s per forward pass (the contract's own shapes run it).
+BUILD_ONLY = {("logncde", 1345)}
 
 
 DEEP = sorted(f for f, cls in FAMILIES.items() if not is_estimator(cls))
@@ -159,6 +168,8 @@ def test_params_yaml_models_validate_and_build(name):
             model = build_model(name, C, K, L, entry)
             if is_estimator(model):
                 return  # fit/predict: test_estimator_fits_and_predicts
+            if (entry["family"], C) in BUILD_ONLY:
+                continue
             with torch.no_grad():
                 assert model(torch.randn(1, C, L)).shape == (1, K)
 

@@ -380,3 +380,53 @@ def test_mixed_model_suite_through_the_workflow(tmp_path):
                 assert record["params"] > 0 and record["epochs_run"] == 2
     summary = json.loads((project / "results/summary.json").read_text())
     assert set(summary["uea"]) == set(models)
+
+
+def test_irregular_time_baselines_through_the_workflow(tmp_path):
+    """Log-NCDE and RFormer on BasicMotions under the UEA-6 protocol, RFormer-drop on the
+    drop-rate set and LinODEnet on generated Hodgkin-Huxley, with the leaderboard's
+    training: one run each through the real Snakemake, and the tables set each beside the
+    published model it reimplements."""
+
+    def baselines(params):
+        params["suite"] = "tides-bench-preview"
+        suite = params["suites"]["tides-bench-preview"]
+        suite.pop("tuning")
+        suite["benchmarks"] = {"uea6": ["BasicMotions"], "uea_drop": ["BasicMotionsDrop"],
+                               "physiome": ["HodgkinHuxley1952"]}  # fmt: skip
+        suite["models"] = ["LogNCDE"]
+        suite["benchmark_models"] = {"uea6": ["LogNCDE", "RFormer"],
+                                     "uea_drop": ["RFormer-drop"], "physiome": ["LinODEnet"]}  # fmt: skip
+        suite["folds"] = [0]
+        suite["overrides"] = {"max_epochs": 2}
+        suite["model_overrides"].pop("TIDES-physio")
+        suite["benchmark_overrides"] = {
+            "uea_drop": {"drop": {"test_rates": [0.5]}},
+            "physiome": {"generator": {"n_instances": 60, "n_time_points": 20}},
+        }
+
+    project = make_project(tmp_path / "proj", baselines)
+    run(["snakemake", "--cores", "2"], project, tool_env(project))
+    runs = project / "results/runs"
+
+    def record(bench, dataset, model):
+        return json.loads((runs / bench / dataset / model / "fold0.json").read_text())
+
+    logncde = record("uea6", "BasicMotions", "LogNCDE")
+    assert logncde["inputs"] == ["values", "steps"] and logncde["epochs_run"] == 2
+    assert logncde["model_params"]["stepsize"] == 12 and logncde["params"] == 36_292
+    assert 0.0 <= logncde["test_error"] <= 1.0
+    rformer = record("uea6", "BasicMotions", "RFormer")
+    assert rformer["inputs"] == ["values", "steps"] and 0.0 <= rformer["test_error"] <= 1.0
+    drop = record("uea_drop", "BasicMotionsDrop", "RFormer-drop")
+    assert set(drop["test_sets"]) == {"rate=0.5"}
+    linode = record("physiome", "HodgkinHuxley1952", "LinODEnet")
+    assert linode["task"] == "regression" and math.isfinite(linode["test_error"])
+    assert linode["inputs"] == ["values", "steps", "mask"] and linode["params"] == 510_607
+    protocol = linode["protocol"]
+    assert (protocol["optimizer"], protocol["weight_decay"], protocol["batch_size"]) == (
+        "adamw", 1.0e-3, 32)  # fmt: skip
+    uea6 = (project / "results/tables/uea6_results.md").read_text()
+    assert re.search(r"LogNCDE \(ours\) *\| log_ncde \(published\)", uea6)
+    physiome = (project / "results/tables/physiome_results.md").read_text()
+    assert re.search(r"LinODEnet \(ours\) *\| LinODENet \(published\)", physiome)

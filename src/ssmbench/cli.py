@@ -90,10 +90,12 @@ def cmd_check(args) -> int:
         validation_fallbacks,
     )
     from ssmbench.resources import check_train_resources
+    from ssmbench.series_lengths import check_model_lengths
 
     params = _params(args)
     check_train_resources(params)
     check_suite_sources(params)  # what the workflow checks before any job runs
+    check_model_lengths(params)
     grid = suite_grid(params)
     for job in grid:  # a tuned file that does not fit its run stops here (SearchError)
         job_spec(params, job)

@@ -2,8 +2,9 @@
 # ssmbench package's (what is stale: ssmbench.staleness; a run's resources:
 # ssmbench.resources). At parse time check_params() cross-checks params.yaml (suites ->
 # known datasets/models, model hyperparameters), TrainResources() resources.train, and
-# check_suite_sources() that every dataset can be had, so a bad config or a missing
-# archive folder stops the workflow before any job runs.
+# check_suite_sources() that every dataset can be had and check_model_lengths() that every
+# model can read its datasets' series, so a bad config or a missing archive folder stops
+# the workflow before any job runs.
 import functools
 import json
 import shlex
@@ -29,11 +30,13 @@ from ssmbench.config import (
 from ssmbench.search_space import search_digest, search_of, tuned_is_current
 from ssmbench.report.outputs import figure_captions, output_paths
 from ssmbench.resources import TrainResources
+from ssmbench.series_lengths import check_model_lengths
 from ssmbench.staleness import settings_marker_path, sync_marker, sync_settings_marker
 from snakemake.logging import logger
 
 check_params(config)
 check_suite_sources(config)
+check_model_lengths(config)
 
 SUITE = config["suite"]
 PATHS = config["paths"]

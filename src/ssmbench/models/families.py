@@ -10,6 +10,8 @@ from .convtran import ConvTranClassifier
 from .estimators import ExtraTreesModel, HydraModel, QuantModel
 from .fcn import FCNClassifier
 from .inception import HInceptionClassifier
+from .linodenet import LinODEnetModel
+from .logncde import LogNCDEClassifier
 from .mamba import Mamba1Classifier, Mamba2Classifier
 from .minimal_ssm import MinimalSSMClassifier
 from .ms4 import MS4Classifier, S4DClassifier
@@ -37,8 +39,11 @@ FAMILIES: dict[str, type] = {
     "tides": TIDESClassifier,
     "s5": S5Classifier,
     "mambas": MambaSClassifier,
-    # the TIDES paper's irregular-time baselines: signature patches + causal Transformer
+    # the TIDES paper's irregular-time baselines: signature patches + causal Transformer,
+    # a neural CDE by the Log-ODE method, a latent linear ODE with an observation filter
     "rformer": RFormerClassifier,
+    "logncde": LogNCDEClassifier,
+    "linodenet": LinODEnetModel,
     # the TIDES paper's Fading Flash models (S5, TIDES, MambaS by their modes)
     "minimal_ssm": MinimalSSMClassifier,
     # non-deep (fit once, no epochs; ``is_estimator``): see estimators.py

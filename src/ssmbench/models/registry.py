@@ -3,6 +3,8 @@ what kind of model it is. The family table itself is ``families.FAMILIES``."""
 
 from __future__ import annotations
 
+import inspect
+
 from collections.abc import Mapping
 from typing import Any
 
@@ -148,6 +150,24 @@ def build_model(
             )
         hyper["per_step"] = True
     return cls(n_channels=n_channels, n_classes=n_classes, length=length, **hyper)
+
+
+def length_problem(name: str, model_params: Mapping[str, Any], length: int) -> str | None:
+    """Why the model ``name`` cannot be built for series of ``length`` steps (e.g. a
+    log-signature window or a window count longer than the series), or None. Asked of a
+    family that defines ``length_problem(hyper, length)`` (a classmethod; ``hyper`` the
+    constructor's hyperparameters with their defaults), before any job runs."""
+    cls = FAMILIES[model_params["family"]]
+    check = getattr(cls, "length_problem", None)
+    if check is None:
+        return None
+    hyper = {
+        key: p.default
+        for key, p in inspect.signature(cls.__init__).parameters.items()
+        if p.default is not inspect.Parameter.empty
+    }
+    hyper.update(validate_model_params(name, model_params))
+    return check(hyper, length)
 
 
 def supports_per_step(model_params: Mapping[str, Any]) -> bool:

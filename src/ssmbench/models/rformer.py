@@ -479,11 +479,9 @@ class RFormerClassifier(SequenceClassifier):
                             ("n_layers", n_layers)):  # fmt: skip
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"RFormer: {name} must be a positive integer, got {value!r}")
-        if length is not None and n_windows > length:
-            raise ValueError(
-                f"RFormer: n_windows ({n_windows}) must be at most the series length "
-                f"({length}): each window needs a time step"
-            )
+        problem = None if length is None else self.length_problem({"n_windows": n_windows}, length)
+        if problem:
+            raise ValueError(f"RFormer: {problem}")
         if not (global_view or local_view):
             raise ValueError("RFormer: at least one of global_view and local_view must be on")
         if univariate and not time_channel:
@@ -521,6 +519,14 @@ class RFormerClassifier(SequenceClassifier):
         self.head = nn.Linear(width, n_classes)
         nn.init.normal_(self.head.weight, 0.0, 0.01)
         nn.init.zeros_(self.head.bias)
+
+    @classmethod
+    def length_problem(cls, hyper: dict, length: int) -> str | None:
+        """Why ``hyper`` cannot read series of ``length`` steps, or None."""
+        if hyper["n_windows"] > length:
+            return (f"n_windows ({hyper['n_windows']}) must be at most the series length "
+                    f"({length}): each window needs a time step")  # fmt: skip
+        return None
 
     def features(self, x: torch.Tensor, steps: torch.Tensor | None = None) -> torch.Tensor:
         """The signature tokens (B, n, F) of x (B, C, L) with step sizes (B, L)."""

@@ -59,6 +59,8 @@ log = logging.getLogger(__name__)
 OFFICIAL_BENCHMARK = "physiome_ode"
 #: The leaderboard's models, in its column order.
 PUBLISHED_MODELS = ("GRU-ODE-Bayes", "LinODENet", "CRU", "Neural Flows", "GraFITi", "GraFITi-C")
+#: Our model -> the leaderboard model it reimplements (its column is shown beside ours).
+PUBLISHED_AS = {"LinODEnet": "LinODENet"}
 #: The leaderboard's folds (its README: mean ± std over 5 folds).
 PUBLISHED_FOLDS = 5
 #: The leaderboard prints 3 decimals; wins and ranks are decided at that precision.
@@ -159,12 +161,22 @@ def printed(value: float) -> float:
 
 
 def _columns(results: pd.DataFrame) -> list[tuple[str, str, str]]:
-    """(header, model, source) per column: our models by name, then the leaderboard's in
-    its order."""
+    """(header, model, source) per column: our models by name, each followed by the
+    leaderboard model it reimplements (``PUBLISHED_AS``), then the other leaderboard models
+    in its order."""
     ours = sorted(results.loc[results["source"] == "ours", "model"].unique())
     present = set(results.loc[results["source"] == "published", "model"])
-    return [(f"{m} (ours)", m, "ours") for m in ours] + [
-        (f"{m} (published)", m, "published") for m in PUBLISHED_MODELS if m in present
+    cols, shown = [], set()
+    for model in ours:
+        cols.append((f"{model} (ours)", model, "ours"))
+        twin = PUBLISHED_AS.get(model)
+        if twin in present:
+            cols.append((f"{twin} (published)", twin, "published"))
+            shown.add(twin)
+    return cols + [
+        (f"{m} (published)", m, "published")
+        for m in PUBLISHED_MODELS
+        if m in present and m not in shown
     ]
 
 

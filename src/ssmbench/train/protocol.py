@@ -476,6 +476,9 @@ class _DeepTraining:
             self.optimizer.zero_grad(set_to_none=True)
             out = forward_batch(self.model, xb, extra)
             loss, batch_loss, batch_second = data.objective.batch_sums(out, yb, mb)
+            penalty = getattr(self.model, "regulariser", None)  # e.g. Log-NCDE's Lip(2)
+            if callable(penalty):
+                loss = loss + penalty()
             # Before the step: a NaN gradient would reach the weights and any checkpoint.
             check_loss(batch_loss, f"[{self.name}] training, epoch {state.epoch}", step,
                        self.n_batches, xb, self.model)  # fmt: skip
