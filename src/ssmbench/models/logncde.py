@@ -113,8 +113,10 @@ vf_width 32, depth 2, stepsize 12, K = 5; ``param_count``)
 vector field H w + w + (vf_depth - 1)(w² + w) + w d H + d H = 4128 + 1056 + 29568 = 34752,
 linear1 d H + H = 1024, linear2 H K + K = 645: 36421, ours and the reference's (its
 trainable leaves are vf.mlp, linear1, linear2; ``intervals`` and ``pairs`` are excluded by
-train.py's filter_spec; counted by hand from eqx.nn.MLP / eqx.nn.Linear's shapes, JAX not
-being installed here).
+train.py's filter_spec). The reference's own ``LogNeuralCDE`` built from the six repeat
+configs (jax 0.10.2, equinox 0.13.8, diffrax 0.7.2, outside the test suite) counts EigenWorms
+36,421, EthanolConcentration 29,700, Heartbeat 164,210, MotorImagery 77,042, SCP1 91,458,
+SCP2 36,034: ours on each (tests/test_logncde.py ``REFERENCE_COUNTS``).
 
 MACs (``count_macs``; see ssmbench.complexity)
 ----------------------------------------------
