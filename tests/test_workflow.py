@@ -426,6 +426,12 @@ def test_irregular_time_baselines_through_the_workflow(tmp_path):
     protocol = linode["protocol"]
     assert (protocol["optimizer"], protocol["weight_decay"], protocol["batch_size"]) == (
         "adamw", 1.0e-3, 32)  # fmt: skip
+    for bench, dataset, model in (("uea6", "BasicMotions", "LogNCDE"),
+                                  ("uea6", "BasicMotions", "RFormer"),
+                                  ("uea_drop", "BasicMotionsDrop", "RFormer-drop"),
+                                  ("physiome", "HodgkinHuxley1952", "LinODEnet")):  # fmt: skip
+        curve = pd.read_csv(runs / bench / dataset / model / "fold0.curve.csv")
+        assert curve["train_loss"].iloc[1] < curve["train_loss"].iloc[0], model  # it learns
     uea6 = (project / "results/tables/uea6_results.md").read_text()
     assert re.search(r"LogNCDE \(ours\) *\| log_ncde \(published\)", uea6)
     physiome = (project / "results/tables/physiome_results.md").read_text()
