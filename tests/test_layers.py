@@ -24,6 +24,7 @@ LAYERS = {
     "ssmbench.config": 2,
     "ssmbench.resources": 2,
     "ssmbench.search_space": 2,
+    "ssmbench.series_lengths": 2,
     "ssmbench.train": 3,
     "ssmbench.report": 4,
     "ssmbench.status": 4,
