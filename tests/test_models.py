@@ -19,7 +19,13 @@ from ssmbench.models import (
     is_estimator,
     validate_model_params,
 )
-from ssmbench.models.s4d import S4DKernel, S4DLayer, naive_kernel, recurrence
+from ssmbench.models.s4d import (
+    S4DKernel,
+    S4DLayer,
+    complex_power_kernel,
+    naive_kernel,
+    recurrence,
+)
 
 # Mirrors the params.yaml `models:` entries (the file itself is checked separately).
 MODELS = {
@@ -95,9 +101,11 @@ def test_kernel_forms_agree_float64(L):
         fast = kernel(L)
         plain = kernel.vandermonde(L)
         naive = naive_kernel(kernel, L)
+        authors = complex_power_kernel(kernel, L)
     assert fast.shape == (3, L)
     torch.testing.assert_close(fast, plain, rtol=1e-10, atol=1e-10)
     torch.testing.assert_close(fast, naive, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(fast, authors, rtol=1e-10, atol=1e-10)
 
 
 def test_b_as_a_step_scale_follows_the_authors_kernel():
@@ -127,6 +135,9 @@ def test_convolution_equals_recurrence_float32_default_init():
         torch.testing.assert_close(layer.ssm(u), recurrence(layer, u), rtol=1e-4, atol=1e-4)
         torch.testing.assert_close(
             layer.kernel(500), naive_kernel(layer.kernel, 500), rtol=1e-4, atol=1e-4
+        )
+        torch.testing.assert_close(
+            layer.kernel(500), complex_power_kernel(layer.kernel, 500), rtol=1e-4, atol=1e-4
         )
 
 

@@ -60,7 +60,14 @@ import math
 import torch
 import torch.nn as nn
 
-__all__ = ["ChannelDropout", "S4DKernel", "S4DLayer", "naive_kernel", "recurrence"]
+__all__ = [
+    "ChannelDropout",
+    "S4DKernel",
+    "S4DLayer",
+    "complex_power_kernel",
+    "naive_kernel",
+    "recurrence",
+]
 
 _NO_WEIGHT_DECAY = {"weight_decay": 0.0}
 
@@ -213,6 +220,16 @@ class S4DLayer(nn.Module):
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         return self.dropout(self.activation(self.ssm(u)))
+
+
+def complex_power_kernel(kernel: S4DKernel, L: int) -> torch.Tensor:
+    """The same kernel in the MS4N authors' formulation (github h-saadatmand/MS4N,
+    ``model/MS4N.py``, ``MS4NKernel.forward``): the powers Ā^l as one complex power of
+    Ā (H, N/2, 1) to arange(L), then an einsum with C·B̄. ``benchmarks/bench_kernel.py``
+    times it as the authors' anchor; the tests check it against ``forward``."""
+    dtA, _, W, _ = kernel.discretize()  # (H, N/2)
+    powers = torch.exp(dtA).unsqueeze(-1) ** torch.arange(L, device=dtA.device)  # (H, N/2, L)
+    return 2 * torch.einsum("hn,hnl->hl", W, powers).real  # (H, L)
 
 
 def naive_kernel(kernel: S4DKernel, L: int) -> torch.Tensor:
