@@ -1,0 +1,25 @@
+"""benchmarks/gpu_check.py, the script run the day a GPU is lent, keeps working: its
+``--small`` dry run goes through every check on this machine's CPU and says it is not the
+GPU check; ConvTran's device copy gives the CPU's logits."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from conftest import REPO
+
+
+def test_gpu_check_dry_run():
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "--small"],
+                          capture_output=True, text=True, timeout=300, cwd=REPO)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    for part in ("[1] Mamba", "[2] ConvTran", "[3] one training epoch", "Mamba1: pure",
+                 "Mamba2: pure", "MS4N:", "total"):  # fmt: skip
+        assert part in out, out
+    if out.startswith("device: CPU"):
+        assert "NOT the GPU check" in out.splitlines()[0]
+    diff = float(re.search(r"max \|Δ logits\| ([0-9.e+-]+)", out).group(1))
+    assert diff < 1e-4
