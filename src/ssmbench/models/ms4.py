@@ -180,6 +180,39 @@ class MS4Classifier(SequenceClassifier):
         return self.readout(x)  # (B, K), or (B, L, K) per step
 
 
+    # --- streaming (inference): O(layers · H · N) state, logits equal to the batch model's
+    def initial_state(self, batch: int, device=None) -> dict:
+        """The state of a stream of ``batch`` rows before its first step; holds each layer's
+        ``step_coefficients`` (computed once: the weights must not change during it)."""
+        return {
+            "ssm": [layer.initial_state(batch, device) for layer in self.ssm_layers],
+            "coefficients": [layer.step_coefficients() for layer in self.ssm_layers],
+            "sum": None,  # running sum of the features, for the mean pooling
+            "steps": 0,
+        }
+
+    def step(self, x_t: torch.Tensor, state: dict) -> tuple[torch.Tensor, dict]:
+        """One time step x_t (B, C) -> (logits (B, K), state): with ``per_step`` this step's
+        output; else the head on the running mean of the features so far, which after the
+        last step equals ``forward`` on the whole series."""
+        x = self.input_proj(x_t)  # (B, H)
+        layers = zip(self.ssm_layers, self.mixers, state["coefficients"], strict=True)
+        new_ssm = []
+        for i, (ssm, mixer, coefficients) in enumerate(layers):
+            u = self.block_projs[i - 1](x) if (i > 0 and self.block_projs) else x
+            z, g = ssm.step(u, state["ssm"][i], coefficients)  # (B, H)
+            new_ssm.append(g)
+            z = mixer(z.unsqueeze(-1)).squeeze(1)  # (B, H)
+            x = z + x if (i > 0 or self.first_layer_residual) else z
+            if self.norms:
+                x = self.norms[i](x)
+        total = x if state["sum"] is None else state["sum"] + x
+        state = {**state, "ssm": new_ssm, "sum": total, "steps": state["steps"] + 1}
+        if self.per_step:
+            return self.head(x), state
+        return self.head(total / state["steps"]), state
+
+
 class S4DClassifier(SequenceClassifier):
     """Plain S4D baseline: one S4D layer on the raw C channels, GAP, MLP head."""
 
@@ -203,3 +236,17 @@ class S4DClassifier(SequenceClassifier):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.ssm(x)  # (B, C, L)
         return self.readout(x.transpose(-1, -2))  # (B, K), or (B, L, K) per step
+
+    # --- streaming (inference), as MS4Classifier's
+    def initial_state(self, batch: int, device=None) -> dict:
+        return {"ssm": self.ssm.initial_state(batch, device),
+                "coefficients": self.ssm.step_coefficients(), "sum": None, "steps": 0}  # fmt: skip
+
+    def step(self, x_t: torch.Tensor, state: dict) -> tuple[torch.Tensor, dict]:
+        """x_t (B, C) -> (logits (B, K), state): see ``MS4Classifier.step``."""
+        y, g = self.ssm.step(x_t, state["ssm"], state["coefficients"])  # (B, C)
+        total = y if state["sum"] is None else state["sum"] + y
+        state = {**state, "ssm": g, "sum": total, "steps": state["steps"] + 1}
+        if self.per_step:
+            return self.head(y), state
+        return self.head(total / state["steps"]), state

@@ -221,6 +221,34 @@ class S4DLayer(nn.Module):
     def forward(self, u: torch.Tensor) -> torch.Tensor:
         return self.dropout(self.activation(self.ssm(u)))
 
+    # --- streaming (inference): the same discretisation as the kernel, one step at a time
+    def step_coefficients(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """(Ā, W) (H, N/2) of ``discretize``: K[h, l] = 2 Re Σ_n W_n Ā_n^l, so the state
+        g_k = Ā g_{k-1} + u_k gives y_k = 2 Re Σ_n W_n g_{k,n} = (K * u)_k exactly."""
+        dtA, _, W, _ = self.kernel.discretize()
+        return torch.exp(dtA), W
+
+    def initial_state(self, batch: int, device=None) -> torch.Tensor:
+        """g_{-1} = 0: (B, H, N/2) complex, O(H·N) per row whatever the length."""
+        A_bar, _ = self.step_coefficients()
+        return torch.zeros(batch, *A_bar.shape, dtype=A_bar.dtype, device=device or A_bar.device)
+
+    def step(
+        self,
+        u_t: torch.Tensor,
+        state: torch.Tensor,
+        coefficients: tuple[torch.Tensor, torch.Tensor] | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """One step of ``forward`` in evaluation mode: u_t (B, H) -> (y_t (B, H), state),
+        y_t = GELU(2 Re Σ_n W_n g_{t,n} + D u_t), g_t = Ā g_{t-1} + u_t. ``coefficients``:
+        ``step_coefficients()`` computed once for a stream (the weights do not change)."""
+        if self.training and not isinstance(self.dropout, nn.Identity):
+            raise RuntimeError("S4DLayer.step is for inference: call .eval() first (dropout)")
+        A_bar, W = coefficients if coefficients is not None else self.step_coefficients()
+        state = A_bar * state + u_t.unsqueeze(-1)  # (B, H, N/2)
+        y = 2 * (W * state).sum(-1).real + self.D * u_t  # (B, H)
+        return self.activation(y), state
+
 
 def complex_power_kernel(kernel: S4DKernel, L: int) -> torch.Tensor:
     """The same kernel in the MS4N authors' formulation (github h-saadatmand/MS4N,
