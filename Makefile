@@ -1,5 +1,7 @@
 # Aliases only. Both targets run `setup` first: .venv (again only when pyproject.toml
 # changes) and the system libraries (checked once per .venv).
+# The packages go in with uv when it can be had, else pip (scripts/install_packages.py;
+# SSMBENCH_INSTALLER=pip|uv to choose): the one used is printed and kept in .venv/.installer.
 #   make run    the default suite end to end (dvc repro -> snakemake), then where to look
 #   make test   the test suite, on TEST_WORKERS pytest-xdist workers
 PYTHON ?= python3
@@ -40,8 +42,7 @@ $(STAMP): pyproject.toml
 	  echo "setup: $(PYTHON) cannot make a venv (no ensurepip)" >&2; \
 	  $(call apt_install,$(VENV_PACKAGES)); }
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python scripts/install_packages.py $(BIN)/python '.[test]'
 	@touch $(STAMP)
 
 $(SYSTEM_STAMP): $(STAMP)
