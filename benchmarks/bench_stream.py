@@ -1,15 +1,19 @@
-"""Streaming inference of MS4N (``MS4Classifier.step``) against the convolution: per-step
-latency and peak memory at L = 1,000, 10,000 and 100,000, measured in one run.
+"""Streaming inference (``step``) against the batch forward pass: per-step latency and peak
+memory at L = 1,000, 10,000 and 100,000, measured in one run, for MS4N
+(``MS4Classifier.step`` against the convolution) or TIDES (``TIDESClassifier.step``
+against the parallel scan; ``--model TIDES``).
 
 Each (mode, L) runs in its own process so that each peak RSS (getrusage ru_maxrss) is its
 own; ``added`` is the peak less the RSS with the model and the input built. The model is
-params.yaml's MS4N (H = N = 64, C = 3, K = 5) in evaluation mode, one row (B = 1), no
-gradients. ``stream``: one ``step`` per sample (the logits of the stream so far each
-time); ``conv``: ``forward`` on the whole series once (its time over L is the per-step
-figure). The goal: the stream's peak flat in L (100k / 1k ≤ 1.1) where the convolution's
-grows.
+params.yaml's entry (MS4N: H = N = 64; TIDES: H = P = 64, 2 layers), C = 3, K = 5, in
+evaluation mode, one row (B = 1), no gradients; TIDES gets random irregular steps Δt ~
+U[0.5, 1.5) (``steps`` / ``dt_t``). ``stream``: one ``step`` per sample (the logits of the
+stream so far each time); ``conv`` (MS4N) / ``scan`` (TIDES): ``forward`` on the whole
+series once (its time over L is the per-step figure). The goal: the stream's peak flat in L
+(100k / 1k ≤ 1.1) where the batch pass's grows.
 
-    .venv/bin/python benchmarks/bench_stream.py [--lengths 1000 10000 100000] [--threads 1]
+    .venv/bin/python benchmarks/bench_stream.py [--model MS4N|TIDES]
+        [--lengths 1000 10000 100000] [--threads 1]
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 C, K = 3, 5
+MODELS = ("MS4N", "TIDES")
+#: the name of each model's batch (whole-series) forward pass
+BATCH_MODE = {"MS4N": "conv", "TIDES": "scan"}
 
 
 def _rss() -> int:
@@ -34,7 +41,7 @@ def _rss() -> int:
     return 0
 
 
-def measure(mode: str, L: int, threads: int) -> dict:
+def measure(name: str, mode: str, L: int, threads: int) -> dict:
     import torch
     import yaml
 
@@ -44,17 +51,23 @@ def measure(mode: str, L: int, threads: int) -> dict:
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    model = build_model("MS4N", C, K, L, model_entry(params, "MS4N")).eval()
+    model = build_model(name, C, K, L, model_entry(params, name)).eval()
     x = torch.randn(1, C, L)
+    time_aware = "steps" in model.INPUTS
+    steps = 0.5 + torch.rand(1, L) if time_aware else None  # irregular Δt (TIDES)
     base = _rss()
     with torch.no_grad():
         start = time.perf_counter()
-        if mode == "stream":
+        if mode == "stream" and time_aware:
+            state = model.initial_state(1)
+            for t in range(L):
+                logits, state = model.step(x[:, :, t], state, steps[:, t])
+        elif mode == "stream":
             state = model.initial_state(1)
             for t in range(L):
                 logits, state = model.step(x[:, :, t], state)
         else:
-            logits = model(x)
+            logits = model(x, steps) if time_aware else model(x)
         seconds = time.perf_counter() - start
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     return {"mode": mode, "L": L, "per_step_us": 1e6 * seconds / L, "seconds": seconds,
@@ -63,20 +76,23 @@ def measure(mode: str, L: int, threads: int) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", choices=MODELS, default="MS4N")
     ap.add_argument("--lengths", type=int, nargs="*", default=[1000, 10000, 100000])
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--one", nargs=2, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.one:
-        print(json.dumps(measure(args.one[0], int(args.one[1]), args.threads)))
+        print(json.dumps(measure(args.model, args.one[0], int(args.one[1]), args.threads)))
         return 0
-    print(f"MS4N (params.yaml), B=1 C={C} K={K}, {args.threads} thread(s), eval, no grad")
+    batch_mode = BATCH_MODE[args.model]
+    print(f"{args.model} (params.yaml), B=1 C={C} K={K}, {args.threads} thread(s), eval, no grad")
     print(f"{'mode':<7}{'L':>8}{'us/step':>10}{'total s':>9}{'peak MiB':>10}{'added MiB':>10}"
           f"{'logit[0]':>11}")  # fmt: skip
     rows = {}
-    for mode in ("stream", "conv"):
+    for mode in ("stream", batch_mode):
         for L in args.lengths:
-            cmd = [sys.executable, __file__, "--one", mode, str(L), "--threads", str(args.threads)]
+            cmd = [sys.executable, __file__, "--one", mode, str(L), "--threads", str(args.threads),
+                   "--model", args.model]  # fmt: skip
             env = {**os.environ, "OMP_NUM_THREADS": str(args.threads)}
             out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
             r = json.loads(out.stdout.strip().splitlines()[-1])
@@ -85,7 +101,7 @@ def main(argv=None) -> int:
                   f"{r['peak'] / 2**20:>10,.0f}{r['added'] / 2**20:>10,.1f}{r['logit0']:>11.5f}",
                   flush=True)  # fmt: skip
     lo, hi = min(args.lengths), max(args.lengths)
-    for mode in ("stream", "conv"):
+    for mode in ("stream", batch_mode):
         ratio = rows[mode, hi]["peak"] / rows[mode, lo]["peak"]
         print(f"{mode}: peak at L = {hi:,} / at L = {lo:,}: {ratio:.3f}")
     return 0
