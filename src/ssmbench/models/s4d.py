@@ -51,6 +51,11 @@ Choices and deviations from the reference ``s4d.py``
   check that both agree with the step-by-step recurrence. Arithmetic is float32 (as the
   reference); for very long L the phase ``Im(ΛΔ)·l`` loses some float32 precision in
   either form.
+* Same arithmetic, other order: D u is added as the kernel's first tap (K + D δ, one
+  convolution) and the FFT convolution has its backward written out (``CausalFFTConv``)
+  instead of autograd's through rfft/irfft; the reference's composition is kept as
+  ``S4DLayer.ssm_plain``, and tests/test_s4d_fast_path.py holds the two to float32
+  tolerance (outputs and every gradient).
 """
 
 from __future__ import annotations
@@ -61,6 +66,7 @@ import torch
 import torch.nn as nn
 
 __all__ = [
+    "CausalFFTConv",
     "ChannelDropout",
     "S4DKernel",
     "S4DLayer",
@@ -173,6 +179,46 @@ class S4DKernel(nn.Module):
         return k.reshape(H, q * m)[:, :L]  # (H, L)
 
 
+class CausalFFTConv(torch.autograd.Function):
+    """y = K * u, causal: y[b, h, t] = Σ_{s <= t} K[h, s] u[b, h, t − s], through FFTs of
+    length 2L (zero padding makes the circular convolution a linear one).
+
+    Autograd's own backward of rfft → product → irfft transforms the zero-padded inputs
+    back with full complex FFTs and pads and slices in between; the gradients are two
+    more causal correlations, so they are written out here (same transforms, same
+    rounding class):  with G = rfft(g, 2L), U = rfft(u, 2L), K̂ = rfft(K, 2L),
+
+        ∂u = irfft(G · conj K̂)[:L],   ∂K = irfft(Σ_b G · conj U)[:L]
+
+    (the wrapped-around half lands in the zero padding, so both are exact). The batch
+    sum of ∂K is taken before its inverse FFT: one (H, 2L) transform, not B. Saves U and
+    K̂, as autograd's product would. (B, H, L), (H, L) -> (B, H, L).
+    """
+
+    @staticmethod
+    def forward(ctx, u: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+        L = u.size(-1)
+        u_f = torch.fft.rfft(u, n=2 * L)  # (B, H, L+1)
+        k_f = torch.fft.rfft(k, n=2 * L)  # (H, L+1)
+        ctx.save_for_backward(u_f, k_f)
+        # contiguous: the slice of the 2L-long result would make every later elementwise
+        # op strided (GELU's backward on it is ~8x slower on CPU)
+        return torch.fft.irfft(u_f * k_f, n=2 * L)[..., :L].contiguous()  # (B, H, L)
+
+    @staticmethod
+    def backward(ctx, g: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+        u_f, k_f = ctx.saved_tensors
+        L = g.size(-1)
+        g_f = torch.fft.rfft(g, n=2 * L)  # (B, H, L+1)
+        grad_u = grad_k = None
+        if ctx.needs_input_grad[0]:
+            grad_u = torch.fft.irfft(g_f * k_f.conj(), n=2 * L)[..., :L].contiguous()
+        if ctx.needs_input_grad[1]:
+            cross = (g_f * u_f.conj()).sum(0)  # (H, L+1): Σ_b G conj U (an einsum copies here)
+            grad_k = torch.fft.irfft(cross, n=2 * L)[..., :L]  # (H, L)
+        return grad_u, grad_k
+
+
 class ChannelDropout(nn.Module):
     """Dropout of whole channels of a (B, H, L) tensor: each (sample, channel) is kept with
     probability 1 − p at every step or zeroed at every step; kept ones are scaled by
@@ -210,7 +256,19 @@ class S4DLayer(nn.Module):
         self.dropout = ChannelDropout(dropout) if dropout > 0 else nn.Identity()
 
     def ssm(self, u: torch.Tensor) -> torch.Tensor:
-        """The linear part: causal convolution with K plus D u. (B, H, L) -> (B, H, L)."""
+        """The linear part: causal convolution with K plus D u. (B, H, L) -> (B, H, L).
+
+        D u is the convolution with D·δ, so it is folded into the kernel's first tap and
+        the convolution runs as `CausalFFTConv` (its backward written out: see there).
+        ``ssm_plain`` is the same arithmetic step by step through autograd."""
+        L = u.size(-1)
+        k = self.kernel(L)  # (H, L)
+        k = torch.cat([k[:, :1] + self.D.unsqueeze(-1), k[:, 1:]], dim=-1)  # K + D δ
+        return CausalFFTConv.apply(u, k)
+
+    def ssm_plain(self, u: torch.Tensor) -> torch.Tensor:
+        """``ssm`` as autograd composes it (FFT, product, inverse FFT, then + D u): the
+        reference the tests hold ``ssm`` to, and bench_kernel's anchors' path."""
         L = u.size(-1)
         k = self.kernel(L)  # (H, L)
         k_f = torch.fft.rfft(k, n=2 * L)  # (H, L+1); zero padding to 2L = linear conv

@@ -1,0 +1,74 @@
+"""The S4D layer's fast path (`CausalFFTConv` with D folded into the kernel) gives the
+plain autograd path's outputs and gradients within float32 tolerance, and so does a whole
+MS4N training step run in micro-batches."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from ssmbench.models import MS4Classifier
+from ssmbench.models.s4d import CausalFFTConv, S4DLayer
+from ssmbench.train.micro_batches import backward_batch
+from ssmbench.train.objective import Objective
+
+
+def _outputs_and_grads(layer, fn, u, g):
+    layer.zero_grad(set_to_none=True)
+    u = u.detach().requires_grad_(True)
+    y = fn(u)
+    y.backward(g)
+    return y.detach(), u.grad, {n: p.grad for n, p in layer.named_parameters()}
+
+
+@pytest.mark.parametrize("L", [1, 7, 1000])
+@pytest.mark.parametrize("b_scales_step", [False, True])
+def test_fast_ssm_equals_the_plain_path(L, b_scales_step):
+    torch.manual_seed(L)
+    layer = S4DLayer(8, 16, b_scales_step=b_scales_step)
+    u, g = torch.randn(3, 8, L), torch.randn(3, 8, L)
+    y_fast, du_fast, grads_fast = _outputs_and_grads(layer, layer.ssm, u, g)
+    y_plain, du_plain, grads_plain = _outputs_and_grads(layer, layer.ssm_plain, u, g)
+    torch.testing.assert_close(y_fast, y_plain, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(du_fast, du_plain, rtol=1e-4, atol=1e-5)
+    assert set(grads_fast) == set(grads_plain)
+    for name in grads_plain:
+        scale = grads_plain[name].abs().max()
+        torch.testing.assert_close(grads_fast[name] / scale, grads_plain[name] / scale,
+                                   rtol=1e-4, atol=1e-5, msg=name)  # fmt: skip
+
+
+def test_causal_conv_gradients_are_exact_in_float64():
+    torch.manual_seed(0)
+    u = torch.randn(2, 3, 12, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(3, 12, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(CausalFFTConv.apply, (u, k))
+    # and it is the causal convolution: y[t] = sum_{s <= t} k[s] u[t - s]
+    y = CausalFFTConv.apply(u, k)
+    direct = torch.stack(
+        [(k[:, : t + 1].flip(-1) * u[..., : t + 1]).sum(-1) for t in range(12)], -1
+    )
+    torch.testing.assert_close(y, direct)
+
+
+def test_the_fast_step_is_the_plain_step():
+    """One MS4N training step: the fast path in micro-batches of 3 rows against the plain
+    path on the whole batch (same weights): same loss, same gradient."""
+    torch.manual_seed(0)
+    params = dict(
+        d_model=16, d_state=16, n_layers=2, b_scales_step=True, first_layer_residual=False
+    )
+    fast = MS4Classifier(3, 5, 300, **params)
+    plain = MS4Classifier(3, 5, 300, **params)
+    plain.load_state_dict(fast.state_dict())
+    for layer in plain.ssm_layers:
+        layer.ssm = layer.ssm_plain
+    x, y = torch.randn(8, 3, 300), torch.randint(0, 5, (8,))
+    F.cross_entropy(plain(x), y).backward()
+    objective = Objective({"task": "classification", "L": 300, "n_classes": 5}, (8,))
+    backward_batch(fast, objective, x, y, None, {}, 3, lambda loss, inputs: None)
+    for (name, p_fast), p_plain in zip(fast.named_parameters(), plain.parameters(), strict=True):
+        scale = p_plain.grad.abs().max()
+        torch.testing.assert_close(p_fast.grad / scale, p_plain.grad / scale,
+                                   rtol=1e-4, atol=1e-5, msg=name)  # fmt: skip
