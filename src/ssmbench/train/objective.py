@@ -70,6 +70,16 @@ class Objective:
         loss = sq.sum() / max(1, n_obs)
         return loss, sq.sum().item(), n_obs
 
+    def part_weight(self, yb_part, mb_part, yb, mb) -> float:
+        """The share of a batch's loss that a part of its rows carries: `batch_sums`' loss
+        of each part times this, summed over the parts, is the batch's loss (rows for
+        classification; observed targets for regression)."""
+        if self.task == "classification":
+            return len(yb_part) / len(yb)
+        if mb is None:
+            return yb_part.numel() / yb.numel()
+        return int(mb_part.sum().item()) / max(1, int(mb.sum().item()))
+
     def abs_error_sum(self, out, yb, mb) -> float:
         """The summed absolute error over the observed targets of a regression batch (the
         MAE's numerator; its count is `batch_sums`'s)."""

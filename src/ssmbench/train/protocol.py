@@ -48,7 +48,8 @@ from ssmbench.models import is_estimator, model_inputs
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
 from ssmbench.train.checks import check_inputs, check_loss, check_split
-from ssmbench.train.evaluation import batches_of, evaluate, forward_batch, score_test_sets
+from ssmbench.train.evaluation import batches_of, evaluate, score_test_sets
+from ssmbench.train.micro_batches import backward_batch, check_micro_batching
 from ssmbench.train.objective import Objective
 from ssmbench.train.optim import build_optimizer, lr_factor_at, set_epoch_lr
 from ssmbench.train.probes import run_probes
@@ -314,6 +315,9 @@ class _DeepTraining:
         self.patience = None if patience is None else int(patience)
         self.val_interval = int(settings.get("val_interval", 1))
         self.clip = settings.get("grad_clip_norm")
+        # rows per forward/backward within a batch (None: the whole batch): same gradient
+        self.micro_batch_rows = settings.get("micro_batch_rows")
+        check_micro_batching(self.model, self.micro_batch_rows, ckpt.run_name(run.spec))
         # A checkpoint at the end of every `every`-th epoch, but not within `min_seconds` of
         # the last one (runs whose epochs take milliseconds would spend their time writing).
         self.every = int(settings.get("checkpoint_every", 1) or 0)
@@ -474,15 +478,13 @@ class _DeepTraining:
             mb = mb.to(device) if mb is not None else None
             extra = {k: v.to(device) for k, v in extra.items()}
             self.optimizer.zero_grad(set_to_none=True)
-            out = forward_batch(self.model, xb, extra)
-            loss, batch_loss, batch_second = data.objective.batch_sums(out, yb, mb)
-            penalty = getattr(self.model, "regulariser", None)  # e.g. Log-NCDE's Lip(2)
-            if callable(penalty):
-                loss = loss + penalty()
-            # Before the step: a NaN gradient would reach the weights and any checkpoint.
-            check_loss(batch_loss, f"[{self.name}] training, epoch {state.epoch}", step,
-                       self.n_batches, xb, self.model)  # fmt: skip
-            loss.backward()
+            batch_loss, batch_second = backward_batch(
+                self.model, data.objective, xb, yb, mb, extra, self.micro_batch_rows,
+                # before the backward: a NaN gradient would reach the weights and checkpoints
+                lambda loss, inputs, _step=step: check_loss(
+                    loss, f"[{self.name}] training, epoch {state.epoch}", _step,
+                    self.n_batches, inputs, self.model),
+            )  # fmt: skip
             if self.clip:
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
             self.optimizer.step()
