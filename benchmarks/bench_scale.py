@@ -348,7 +348,9 @@ def phase_train(data: Path, steps: int, batch: int, threads: int, seed: int, par
     }
 
 
-def phase_load(data: Path, steps: int, batch: int, seed: int) -> dict:
+def phase_load(
+    data: Path, steps: int, batch: int, seed: int, params: Path, block_batches: int
+) -> dict:
     import functools
     import gc
     import mmap
@@ -356,7 +358,9 @@ def phase_load(data: Path, steps: int, batch: int, seed: int) -> dict:
     import numpy as np
     import torch
 
+    from ssmbench.config import load_params
     from ssmbench.data.store import PreparedDataset
+    from ssmbench.train.batch_order import BlockReader, epoch_order, plan_reading
     from ssmbench.train.splits import iterate_batches
 
     path = data / "prepared" / NAME
@@ -388,21 +392,59 @@ def phase_load(data: Path, steps: int, batch: int, seed: int) -> dict:
             nbytes += xb.nbytes
         return nbytes
 
+    # Block-shuffled batches (ssmbench.train.batch_order) with params.yaml's
+    # protocol.reading sizes, in block mode whatever the budget: the first `block_batches`
+    # batches of an epoch's order (several windows), read as training reads them
+    # (BlockReader: one pread a block), and, to compare, through the memory map with
+    # MADV_RANDOM (PreparedDataset.X) and with the kernel's default advice (read-around).
+    reading = dict(load_params(params)["protocol"].get("reading") or {})
+    plan = plan_reading({"reading": {**reading, "in_memory_max_gb": 0}}, ds.X.shape)
+    n_block_batches = min(block_batches, -(-train_idx.size // batch))
+    block_rows_read = min(n_block_batches * batch, train_idx.size)
+
+    def block_order():
+        order = epoch_order(train_idx, torch.Generator().manual_seed(seed), plan.block_rows,
+                            plan.buffer_blocks)  # fmt: skip
+        return order[:block_rows_read]
+
+    def block_read(via: str = "pread") -> int:
+        order = block_order()
+        if via == "pread":
+            X = BlockReader(x_path, train_idx, plan.block_rows, 2 * plan.buffer_blocks)
+        else:
+            X = np.load(x_path, mmap_mode="r", allow_pickle=False)
+            X._mmap.madvise(mmap.MADV_RANDOM if via == "madv_random" else mmap.MADV_NORMAL)
+        nbytes = 0
+        for xb, _ in iterate_batches(X, ds.y, order, batch):
+            nbytes += xb.numel() * xb.element_size()
+        return nbytes
+
+    def sequential_block_bytes() -> int:
+        X = np.load(x_path, mmap_mode="r", allow_pickle=False)
+        nbytes = 0
+        for s in range(0, block_rows_read, batch):
+            nbytes += np.array(X[s : min(block_rows_read, s + batch)], dtype=np.float32).nbytes
+        return nbytes
+
     def measure(read, cold: bool) -> dict:
         gc.collect()  # the previous measurement's memory map is closed
         if cold:
             _drop_cache(x_path)
             _drop_cache(y_path)
         cached = _cached_fraction(x_path)
-        t0 = time.perf_counter()
-        nbytes = read()
-        seconds = time.perf_counter() - t0
+        with RssSampler(interval=0.01) as own:
+            t0 = time.perf_counter()
+            nbytes = read()
+            seconds = time.perf_counter() - t0
         after = _cached_fraction(x_path)
         return {
             "bytes": nbytes,
             "seconds": seconds,
             "MBps": nbytes / 1e6 / seconds,
             "cached": cached,
+            # this measurement's own peak resident set (sampled every 10 ms)
+            "peak_VmRSS": own.peak.get("VmRSS"),
+            "peak_RssFile": own.peak.get("RssFile"),
             # bytes of X brought into the page cache per byte asked for (read-ahead)
             "amplification": None
             if cached is None or after is None
@@ -416,12 +458,24 @@ def phase_load(data: Path, steps: int, batch: int, seed: int) -> dict:
         out["rand_cold"] = measure(random_read, cold=True)
         out["rand_warm"] = measure(random_read, cold=False)
         out["rand_cold_madv"] = measure(functools.partial(random_read, True), cold=True)
+        out["block_seq_cold"] = measure(sequential_block_bytes, cold=True)
+        out["block_cold"] = measure(block_read, cold=True)
+        out["block_cold_mmap_random"] = measure(functools.partial(block_read, "madv_random"),
+                                                cold=True)  # fmt: skip
+        out["block_cold_mmap_normal"] = measure(functools.partial(block_read, "madv_normal"),
+                                                cold=True)  # fmt: skip
     out["ratio_cold"] = out["rand_cold"]["MBps"] / out["seq_cold"]["MBps"]
     out["ratio_warm"] = out["rand_warm"]["MBps"] / out["seq_warm"]["MBps"]
+    out["block"] = {**plan.describe(), "n_batches": n_block_batches,
+                    "windows": block_rows_read / (plan.block_rows * plan.buffer_blocks)}  # fmt: skip
+    for key in ("block_cold", "block_cold_mmap_random", "block_cold_mmap_normal"):
+        out[f"ratio_{key}"] = out[key]["MBps"] / out["block_seq_cold"]["MBps"]
     out.update(_memory_report(sampler))
     _log(
         f"load: {n_batches} batches x {batch}: random {out['rand_cold']['MBps']:.0f} MB/s, "
-        f"sequential {out['seq_cold']['MBps']:.0f} MB/s (cold)"
+        f"sequential {out['seq_cold']['MBps']:.0f} MB/s (cold); {n_block_batches} "
+        f"block-shuffled batches {out['block_cold']['MBps']:.0f} MB/s, sequential "
+        f"{out['block_seq_cold']['MBps']:.0f} MB/s (cold)"
     )
     return out
 
@@ -447,6 +501,8 @@ def _run_phase(phase: str, data: Path, gb: float, args, env_extra: dict | None =
         str(args.seed),
         "--params",
         str(args.params),
+        "--block-batches",
+        str(args.block_batches),
     ]
     env = {**os.environ, **(env_extra or {})}
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=env, check=False)
@@ -547,6 +603,39 @@ def _summary(runs: dict[str, dict], workdir: Path, args) -> str:
     )
     row("  device read_ahead_kb", lambda r: str(r["load"]["read_ahead_kb"]))
     row(
+        "block shuffle (protocol.reading)",
+        lambda r: (
+            f"{r['load']['block']['block_rows']} rows ({r['load']['block']['block_mb']:.2f} MB)"
+            f" x {r['load']['block']['buffer_blocks']}"
+        ),
+    )
+    row(
+        "  batches read (windows)",
+        lambda r: f"{r['load']['block']['n_batches']} ({r['load']['block']['windows']:.1f})",
+    )
+    row("  bytes per read", lambda r: f"{r['load']['block_cold']['bytes'] / 1e6:,.1f} MB")
+    row("  seq. np.memmap (cold)", lambda r: f"{r['load']['block_seq_cold']['MBps']:,.0f} MB/s")
+    for key, label in (
+        ("block_cold", "BlockReader, pread (training)"),
+        ("block_cold_mmap_random", "memmap MADV_RANDOM"),
+        ("block_cold_mmap_normal", "memmap MADV_NORMAL"),
+    ):
+        row(
+            f"  {label} (cold)",
+            lambda r, k=key: (
+                f"{r['load'][k]['MBps']:,.0f} MB/s = {r['load'][f'ratio_{k}']:.3f}x seq, "
+                f"peak RSS {_mib(r['load'][k]['peak_VmRSS'])} "
+                f"(file {_mib(r['load'][k]['peak_RssFile'])})"
+            ),
+        )
+    row(
+        "  full shuffle (cold), peak RSS",
+        lambda r: (
+            f"{r['load']['rand_cold']['MBps']:,.0f} MB/s = {r['load']['ratio_cold']:.3f}x seq, "
+            f"{_mib(r['load']['rand_cold']['peak_VmRSS'])}"
+        ),
+    )
+    row(
         "  X cached before cold reads",
         lambda r: (
             f"{pct(r['load']['seq_cold']['cached'])} / {pct(r['load']['rand_cold']['cached'])}"
@@ -612,6 +701,12 @@ def main() -> None:
         help="train under ssmbench.train.MALLOC_ENV (as `ssmbench train --fast-malloc`)",
     )
     ap.add_argument("--params", type=Path, default=ROOT / "params.yaml")
+    ap.add_argument(
+        "--block-batches",
+        type=int,
+        default=400,
+        help="block-shuffled batches read in the load phase (default 400: several windows)",
+    )
     ap.add_argument("--phase", choices=("all", *PHASES), default="all", help=argparse.SUPPRESS)
     ap.add_argument("--data", type=Path, default=None, help="one phase's data folder")
     args = ap.parse_args()
@@ -630,7 +725,8 @@ def main() -> None:
                 phase_train(args.data, args.steps, args.batch, args.threads, args.seed, args.params)
             )
         else:
-            _emit(phase_load(args.data, args.steps, args.batch, args.seed))
+            _emit(phase_load(args.data, args.steps, args.batch, args.seed, args.params,
+                             args.block_batches))  # fmt: skip
         return
 
     sizes = {"large": args.gb, **({"small": args.gb / 4} if args.compare_small else {})}

@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import os
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +39,8 @@ from ssmbench.data.npy_chunks import read_npy_header
 #: protocol.reading's defaults (params.yaml states them; a spec without them gets these)
 DEFAULT_READING = {"in_memory_max_gb": 4.0, "block_mb": 4.0, "buffer_blocks": 32}
 MEMORY, BLOCKS = "memory", "blocks"
+#: threads reading a window's blocks at once (requests in flight; the GIL is released)
+READ_THREADS = 4
 GB, MB = 1e9, 1 << 20
 
 
@@ -165,7 +168,7 @@ class BlockReader:
     No memory map: nothing here enters the process's RSS but the cache."""
 
     def __init__(self, path: str | os.PathLike, rows: np.ndarray, block_rows: int,
-                 cache_blocks: int):  # fmt: skip
+                 cache_blocks: int, threads: int = READ_THREADS):  # fmt: skip
         self.path = Path(path)
         shape, fortran, dtype, self.offset = read_npy_header(self.path)
         if fortran:
@@ -175,7 +178,15 @@ class BlockReader:
         self.row_bytes = int(np.prod(self.row_shape, dtype=np.int64)) * self.dtype.itemsize
         self.rows = np.sort(np.asarray(rows, dtype=np.int64))
         self.block_rows, self.cache_blocks = int(block_rows), max(1, int(cache_blocks))
-        self.cache: OrderedDict[int, tuple[int, np.ndarray]] = OrderedDict()
+        # block -> (its first file row, its rows, the buffer holding them)
+        self.cache: OrderedDict[int, tuple[int, np.ndarray, np.ndarray]] = OrderedDict()
+        self.threads = max(1, int(threads))
+        starts = self.rows[:: self.block_rows]
+        ends = self.rows[np.minimum(np.arange(len(starts)) * self.block_rows + self.block_rows,
+                                    len(self.rows)) - 1]  # fmt: skip
+        self.max_span = int((ends - starts).max()) + 1 if len(starts) else 1
+        self._free: list[np.ndarray] = []
+        self._pool: ThreadPoolExecutor | None = None
         self.bytes_read = 0
         self._fd: int | None = None
 
@@ -188,10 +199,14 @@ class BlockReader:
         return self._fd
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
         self.cache.clear()
+        self._free.clear()
 
     def __del__(self):
         try:
@@ -199,10 +214,26 @@ class BlockReader:
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
-    def _read_block(self, b: int) -> tuple[int, np.ndarray]:
+    def _rows_of(self, b: int) -> tuple[int, int]:
+        """The file rows block b spans: its first and last training row."""
         first = int(self.rows[b * self.block_rows])
-        last = int(self.rows[min(len(self.rows), (b + 1) * self.block_rows) - 1])
-        out = np.empty((last - first + 1, *self.row_shape), dtype=self.dtype)
+        return first, int(self.rows[min(len(self.rows), (b + 1) * self.block_rows) - 1])
+
+    def _span(self, b: int) -> tuple[int, int]:
+        """Block b's bytes in the file: (offset, length)."""
+        first, last = self._rows_of(b)
+        return self.offset + first * self.row_bytes, (last - first + 1) * self.row_bytes
+
+    def _buffer(self) -> np.ndarray:
+        """A block's buffer: an evicted block's when there is one (no fresh pages to fault
+        in), else a new one of the largest span."""
+        if self._free:
+            return self._free.pop()
+        return np.empty((self.max_span, *self.row_shape), dtype=self.dtype)
+
+    def _read_block(self, b: int, buffer: np.ndarray) -> tuple[int, np.ndarray]:
+        first, last = self._rows_of(b)
+        out = buffer[: last - first + 1]
         view = memoryview(out).cast("B")
         start, done, fd = self.offset + first * self.row_bytes, 0, self._open()
         while done < len(view):
@@ -227,12 +258,22 @@ class BlockReader:
             if len(self.cache) + len(missing) <= self.cache_blocks:
                 break
             if old not in keep:
-                del self.cache[old]
-        for b in missing:
-            self.cache[b] = self._read_block(b)
+                self._free.append(self.cache.pop(old)[2])
+        # the missing blocks read by `threads` threads at once (os.preadv releases the GIL):
+        # several requests in flight, as the kernel's read-ahead has for a sequential read
+        buffers = [self._buffer() for _ in missing]
+        self._open()
+        if self.threads > 1 and len(missing) > 1:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="blockread")
+            done = list(self._pool.map(self._read_block, missing, buffers))
+        else:
+            done = [self._read_block(b, buf) for b, buf in zip(missing, buffers, strict=True)]
+        for b, buf, (first, block) in zip(missing, buffers, done, strict=True):
+            self.cache[b] = (first, block, buf)
         out = np.empty((len(batch), *self.row_shape), dtype=self.dtype)
         for b in needed:
-            first, block = self.cache[int(b)]
+            first, block, _ = self.cache[int(b)]
             self.cache.move_to_end(int(b))
             sel = blocks == b
             out[sel] = block[batch[sel] - first]
