@@ -195,12 +195,25 @@ class _FoldData:
     # how X is read (ssmbench.train.batch_order): MEMORY, X copied here once (X_memory);
     # BLOCKS, block-shuffled epochs read through BlockReaders
     reading: Any = None  # a batch_order.ReadingPlan, or None (the memory map as it is)
+    # MEMORY: read X into memory at the first batch (an estimator, which reads its rows
+    # itself, never does); False for a tuning trial, whose test rows are never read (the
+    # memory map then: the same rows in the same order)
+    into_memory: bool = True
     X_memory: np.ndarray | None = None
     _train_reader: Any = None
 
+    def _in_memory(self) -> np.ndarray | None:
+        """X in memory (read on the first call), or None when it is not read so."""
+        if self.X_memory is None and self.into_memory and self.reading is not None \
+                and self.reading.mode == MEMORY:  # fmt: skip
+            # plain sequential reads (not the random-access memory map); its shape and
+            # dtype were checked when the dataset was opened
+            self.X_memory = np.load(self.dataset.path / "X.npy", allow_pickle=False)
+        return self.X_memory
+
     def train_X(self):
         """X as the training batches read it."""
-        if self.X_memory is not None:
+        if self._in_memory() is not None:
             return self.X_memory
         if self.reading is not None and self.reading.mode == BLOCKS:
             if self._train_reader is None:  # two windows' blocks: a batch spans at most two
@@ -213,7 +226,7 @@ class _FoldData:
 
     def rows_X(self, rows):
         """X as an evaluation over ``rows`` (read in sorted order) reads it."""
-        if self.X_memory is not None:
+        if self._in_memory() is not None:
             return self.X_memory
         if self.reading is not None and self.reading.mode == BLOCKS:
             return BlockReader(self.dataset.path / "X.npy", rows, self.reading.block_rows, 2)
@@ -294,10 +307,7 @@ def _set_up(spec: dict, threads: int, validation_only: bool = False) -> _RunSetu
     # protocol.reading: X into memory once when it fits the budget, else block-shuffled
     # epochs read from disk (ssmbench.train.batch_order)
     data.reading = plan_reading(settings, (int(meta["N"]), int(meta["C"]), int(meta["L"])))
-    if data.reading.mode == MEMORY:
-        # plain sequential reads (not the random-access memory map); its shape and dtype
-        # were checked when the dataset was opened
-        data.X_memory = np.load(dataset.path / "X.npy", allow_pickle=False)
+    data.into_memory = not validation_only
     batch_size = batch_size_for(settings, len(train_idx))
     model = build_model(
         spec["model"], int(meta["C"]), objective.n_outputs, int(meta["L"]),
@@ -373,7 +383,8 @@ class _DeepTraining:
         )
         data = self.data
         if data.reading is not None:
-            log(f"[{self.name}] {data.reading.message()}")
+            trial = " (a tuning trial: through the memory map)" if not data.into_memory else ""
+            log(f"[{self.name}] {data.reading.message()}{trial}")
         if data.val_split in ("shuffle", "per_class"):
             n_rows, val_classes = (
                 len(data.train_idx) + len(data.val_idx),
