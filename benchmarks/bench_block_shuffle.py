@@ -110,9 +110,11 @@ def main() -> None:
         folders = prepare(work, args.archive)
         y = np.load(folders["stored"] / "y.npy")
         changes = int(np.count_nonzero(np.diff(y)))
-        print(f"PenDigits as stored: {len(y)} rows, label changes between consecutive rows: "
-              f"{changes} of {len(y) - 1} ({'not ' if changes > len(y) / 2 else ''}sorted "
-              "by class); class-sorted copy: training and test rows each sorted by label")  # fmt: skip
+        print(
+            f"PenDigits as stored: {len(y)} rows, label changes between consecutive rows: "
+            f"{changes} of {len(y) - 1} ({'not ' if changes > len(y) / 2 else ''}sorted "
+            "by class); class-sorted copy: training and test rows each sorted by label"
+        )
         tasks = [
             (order, str(folder), mode, seed, args.epochs, args.block_rows, args.buffer_blocks,
              str(work / "runs"))
@@ -123,23 +125,29 @@ def main() -> None:
         with ProcessPoolExecutor(args.jobs) as pool:
             results = list(pool.map(run_one, tasks))
         for r in results:
-            print(f"{r['data']:>12} {r['mode']:>5} seed {r['seed']}: test error "
-                  f"{r['test_error']:.4f} (best epoch {r['best_epoch']}, {r['seconds']:.0f} s)")  # fmt: skip
+            print(
+                f"{r['data']:>12} {r['mode']:>5} seed {r['seed']}: test error "
+                f"{r['test_error']:.4f} (best epoch {r['best_epoch']}, {r['seconds']:.0f} s)"
+            )
         for order in folders:
             for mode in ("full", "block"):
                 print(f"  reading ({order}, {mode}): "
                       + next(r["log"] for r in results if (r["data"], r["mode"]) == (order, mode))
                       .split("] ", 1)[-1])  # fmt: skip
-        print(f"\nMS4N on PenDigits, {args.epochs} epochs, seeds {args.seeds}; block: "
-              f"{args.block_rows} rows x {args.buffer_blocks} blocks a window")
+        print(
+            f"\nMS4N on PenDigits, {args.epochs} epochs, seeds {args.seeds}; block: "
+            f"{args.block_rows} rows x {args.buffer_blocks} blocks a window"
+        )
         summary = {}
         for order in folders:
             for mode in ("full", "block"):
                 errs = [r["test_error"] for r in results if (r["data"], r["mode"]) == (order, mode)]
                 mean, std = statistics.mean(errs), statistics.pstdev(errs)
                 summary[f"{order}/{mode}"] = {"mean": mean, "std": std, "errors": errs}
-                print(f"  {order:>12} {mode:>5} shuffle: test error {mean:.4f} +- {std:.4f} "
-                      f"(std over {len(errs)} seeds)")
+                print(
+                    f"  {order:>12} {mode:>5} shuffle: test error {mean:.4f} +- {std:.4f} "
+                    f"(std over {len(errs)} seeds)"
+                )
         print(json.dumps(summary))
     finally:
         shutil.rmtree(work, ignore_errors=True)

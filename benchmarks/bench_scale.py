@@ -18,8 +18,8 @@ What it does (each heavy part in its own subprocess, so that each peak RSS is it
    in block-shuffled order through a ``BlockReader`` (``ssmbench.train.batch_order``, the
    params.yaml sizes: how ``ssmbench train`` reads an X above the in-memory budget; here
    at both sizes), shuffled with a seeded ``torch.Generator``. It runs under glibc's
-   default malloc (``--fast-malloc``: ``MALLOC_ENV``) and with ``--threads`` (default 1) torch threads, as ``ssmbench train``
-   does.
+   default malloc (``--fast-malloc``: ``MALLOC_ENV``) and with ``--threads`` (default 1)
+   torch threads, as ``ssmbench train`` does.
 4. ``load``: reading throughput. The same ``--steps`` random-index batches through
    ``iterate_batches`` alone (no model), against a sequential read of the same number of
    bytes (the first rows of X, in batch-sized slices) through a plain ``np.memmap``. Each
@@ -320,7 +320,7 @@ def phase_train(data: Path, steps: int, batch: int, threads: int, seed: int, par
         plan = plan_reading({"reading": {**reading, "in_memory_max_gb": 0}}, X.shape)
         X = BlockReader(path / "X.npy", train_idx, plan.block_rows, 2 * plan.buffer_blocks)
 
-        def epoch():
+        def epoch(X=X, y=y):
             order = plan_order(plan, train_idx, shuffle)
             return iterate_batches(X, y, order, batch)
 
@@ -369,7 +369,12 @@ def phase_train(data: Path, steps: int, batch: int, threads: int, seed: int, par
 
 
 def phase_load(
-    data: Path, steps: int, batch: int, seed: int, params: Path, block_batches: int,
+    data: Path,
+    steps: int,
+    batch: int,
+    seed: int,
+    params: Path,
+    block_batches: int,
     repeats: int = 3,
 ) -> dict:
     import functools
@@ -498,8 +503,8 @@ def phase_load(
                         "peak_RssFile": max(m["peak_RssFile"] or 0 for m in runs)}  # fmt: skip
     out["ratio_cold"] = out["rand_cold"]["MBps"] / out["seq_cold"]["MBps"]
     out["ratio_warm"] = out["rand_warm"]["MBps"] / out["seq_warm"]["MBps"]
-    out["block"] = {**plan.describe(), "n_batches": n_block_batches,
-                    "windows": block_rows_read / (plan.block_rows * plan.buffer_blocks)}  # fmt: skip
+    windows = block_rows_read / (plan.block_rows * plan.buffer_blocks)
+    out["block"] = {**plan.describe(), "n_batches": n_block_batches, "windows": windows}
     for key in ("block_cold", "block_cold_mmap_random", "block_cold_mmap_normal"):
         out[f"ratio_{key}"] = out[key]["MBps"] / out["block_seq_cold"]["MBps"]
     out.update(_memory_report(sampler))

