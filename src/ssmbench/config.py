@@ -44,6 +44,7 @@ PROTOCOL_KEYS = {
     "lr_factor",
     "lr_schedule",
     "warmup_epochs",
+    "reading",
 }
 PROTOCOL_KEYS |= set(EXECUTION_KEYS)
 
@@ -89,6 +90,10 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "*.micro_batch_rows": ("ssmbench.train.protocol:_DeepTraining",),
     "protocol.deterministic": ("ssmbench.train.protocol:_set_up",),
     "protocol.seed_base": ("ssmbench.train.protocol:_set_up",),
+    # how a run reads X: into memory, or block-shuffled from disk (train/batch_order.py)
+    "*.reading.in_memory_max_gb": ("ssmbench.train.batch_order:reading_settings",),
+    "*.reading.block_mb": ("ssmbench.train.batch_order:reading_settings",),
+    "*.reading.buffer_blocks": ("ssmbench.train.batch_order:reading_settings",),
     "protocol.checkpoint_every": ("ssmbench.train.protocol:_DeepTraining",),
     "protocol.checkpoint_min_seconds": ("ssmbench.train.protocol:_DeepTraining",),
     "benchmarks.*.source": ("ssmbench.data.sources:_source",),

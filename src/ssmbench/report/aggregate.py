@@ -58,6 +58,7 @@ RECORD_KEYS = (
     "n_val",
     "n_test",
     "val_split",
+    "reading",
     "inputs",
     "steps_source",
     "mask_source",

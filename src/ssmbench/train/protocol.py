@@ -46,6 +46,7 @@ import torch
 
 from ssmbench.models import is_estimator, model_inputs
 from ssmbench.train import checkpoint as ckpt
+from ssmbench.train.batch_order import BLOCKS, MEMORY, BlockReader, plan_order, plan_reading
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
 from ssmbench.train.checks import check_inputs, check_loss, check_split
 from ssmbench.train.evaluation import batches_of, evaluate, score_test_sets
@@ -192,6 +193,45 @@ class _FoldData:
     inputs: dict = field(default_factory=dict)
     steps_source: str | None = None
     mask_source: str | None = None
+    # how X is read (ssmbench.train.batch_order): MEMORY, X copied here once (X_memory);
+    # BLOCKS, block-shuffled epochs read through BlockReaders
+    reading: Any = None  # a batch_order.ReadingPlan, or None (the memory map as it is)
+    # MEMORY: read X into memory at the first batch (an estimator, which reads its rows
+    # itself, never does); False for a tuning trial, whose test rows are never read (the
+    # memory map then: the same rows in the same order)
+    into_memory: bool = True
+    X_memory: np.ndarray | None = None
+    _train_reader: Any = None
+
+    def _in_memory(self) -> np.ndarray | None:
+        """X in memory (read on the first call), or None when it is not read so."""
+        if self.X_memory is None and self.into_memory and self.reading is not None \
+                and self.reading.mode == MEMORY:  # fmt: skip
+            # plain sequential reads (not the random-access memory map); its shape and
+            # dtype were checked when the dataset was opened
+            self.X_memory = np.load(self.dataset.path / "X.npy", allow_pickle=False)
+        return self.X_memory
+
+    def train_X(self):
+        """X as the training batches read it."""
+        if self._in_memory() is not None:
+            return self.X_memory
+        if self.reading is not None and self.reading.mode == BLOCKS:
+            if self._train_reader is None:  # two windows' blocks: a batch spans at most two
+                self._train_reader = BlockReader(
+                    self.dataset.path / "X.npy", self.train_idx, self.reading.block_rows,
+                    2 * self.reading.buffer_blocks,
+                )  # fmt: skip
+            return self._train_reader
+        return self.dataset.X
+
+    def rows_X(self, rows):
+        """X as an evaluation over ``rows`` (read in sorted order) reads it."""
+        if self._in_memory() is not None:
+            return self.X_memory
+        if self.reading is not None and self.reading.mode == BLOCKS:
+            return BlockReader(self.dataset.path / "X.npy", rows, self.reading.block_rows, 2)
+        return self.dataset.X
 
     def target_var(self, rows) -> float | None:
         """The variance (ddof 0) of the observed regression targets of ``rows``; None for
@@ -207,7 +247,7 @@ class _FoldData:
         self, model, rows, batch_size, device, stage: str, with_mae: bool = False
     ) -> tuple[float, ...]:
         return evaluate(
-            model, self.objective, self.dataset.X, self.dataset.y, self.mask, rows,
+            model, self.objective, self.rows_X(rows), self.dataset.y, self.mask, rows,
             batch_size, device, stage, inputs=self.inputs, with_mae=with_mae,
         )  # fmt: skip
 
@@ -265,6 +305,10 @@ def _set_up(spec: dict, threads: int, validation_only: bool = False) -> _RunSetu
         dataset, fold, settings["val_fraction"], settings.get("val_split_fallback", "per_class")
     )
     data = _FoldData(dataset, objective, mask, train_idx, val_idx, test_idx, test_sets, method)
+    # protocol.reading: X into memory once when it fits the budget, else block-shuffled
+    # epochs read from disk (ssmbench.train.batch_order)
+    data.reading = plan_reading(settings, (int(meta["N"]), int(meta["C"]), int(meta["L"])))
+    data.into_memory = not validation_only
     batch_size = batch_size_for(settings, len(train_idx))
     model = build_model(
         spec["model"], int(meta["C"]), objective.n_outputs, int(meta["L"]),
@@ -342,6 +386,9 @@ class _DeepTraining:
             f"val_interval={self.val_interval} val_split={self.data.val_split}"
         )
         data = self.data
+        if data.reading is not None:
+            trial = " (a tuning trial: through the memory map)" if not data.into_memory else ""
+            log(f"[{self.name}] {data.reading.message()}{trial}")
         if data.val_split in ("shuffle", "per_class"):
             n_rows, val_classes = (
                 len(data.train_idx) + len(data.val_idx),
@@ -460,7 +507,9 @@ class _DeepTraining:
         ))  # fmt: skip
         epoch_start = time.perf_counter()
         epoch_shuffle_state = self.shuffle.get_state()
-        order = data.train_idx[torch.randperm(len(data.train_idx), generator=self.shuffle).numpy()]
+        # a function of the generator's state at the epoch's start: a resumed epoch
+        # rebuilds it (full shuffle in memory, block-shuffled from disk: batch_order)
+        order = plan_order(data.reading, data.train_idx, self.shuffle)
         step = state.step
         if step and state.partial is not None:
             partial = state.partial
@@ -470,7 +519,7 @@ class _DeepTraining:
             loss_sum, second, n_rows = 0.0, 0.0, 0
         self.model.train()
         batches = batches_of(
-            data.objective, data.dataset.X, data.dataset.y, data.mask,
+            data.objective, data.train_X(), data.dataset.y, data.mask,
             order[step * batch_size :], batch_size, inputs=data.inputs,
         )  # fmt: skip
         for xb, yb, mb, extra in batches:
@@ -605,6 +654,8 @@ class _DeepTraining:
                 "n_val": len(data.val_idx),
                 "n_test": len(data.test_idx),
                 "val_split": data.val_split,
+                # how X was read: memory (full shuffle) or blocks (block-shuffled epochs)
+                "reading": data.reading.describe() if data.reading is not None else None,
                 "inputs": list(model_inputs(self.model)),
                 "steps_source": data.steps_source,
                 "mask_source": data.mask_source,

@@ -1,0 +1,280 @@
+"""How a run reads its training rows: into memory once, or from disk in block-shuffled order.
+
+A prepared X is memory-mapped (``ssmbench.data.store``). Batches of rows drawn uniformly at
+random from a memory map are read at a small fraction of the disk's sequential rate on a
+cold page cache (``benchmarks/bench_scale.py``: 0.055x on a 6 GB X), which for MONSTER's
+57 GB S2Agri is about 20 minutes of reading per epoch. ``protocol.reading`` in params.yaml
+chooses per run (`plan_reading`):
+
+* ``memory`` (X's size <= ``in_memory_max_gb``): X is copied into memory once per run
+  and every epoch is a full shuffle, ``train_idx[randperm(n)]`` -- exactly the order of
+  earlier versions, so the results of datasets that fit do not change.
+* ``blocks`` (a larger X): the sorted training rows are cut into blocks of
+  ``block_rows`` consecutive training rows (``block_mb`` of X each); an epoch shuffles
+  the blocks, then takes them ``buffer_blocks`` at a time (a *window*) and shuffles the
+  rows of each window (`epoch_order`). A batch then holds rows of at most two windows'
+  blocks, and `BlockReader` reads each block once, whole, with ``os.pread`` into a cache
+  of two windows: near-sequential reads, and a resident set bounded by the cache, not by
+  N (no page of the memory map is touched).
+
+Both orders are deterministic functions of the shuffling generator's state at the
+epoch's start (and of the training rows and settings), which is what a checkpoint keeps:
+a resumed epoch rebuilds the same order (``train.protocol``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ssmbench.data.npy_chunks import read_npy_header
+
+#: protocol.reading's defaults (params.yaml states them; a spec without them gets these)
+DEFAULT_READING = {"in_memory_max_gb": 4.0, "block_mb": 4.0, "buffer_blocks": 32}
+MEMORY, BLOCKS = "memory", "blocks"
+#: threads reading a window's blocks at once (requests in flight; the GIL is released)
+READ_THREADS = 4
+GB, MB = 1e9, 1 << 20
+
+
+def reading_settings(settings: dict) -> dict:
+    """``settings["reading"]`` over `DEFAULT_READING`, checked: a bad value raises
+    ValueError naming its params.yaml key."""
+    given = settings.get("reading") or {}
+    unknown = sorted(set(given) - set(DEFAULT_READING))
+    if unknown:
+        raise ValueError(
+            f"protocol.reading: unknown key(s) {unknown} (known: {sorted(DEFAULT_READING)})"
+        )
+    reading = {**DEFAULT_READING, **given}
+    problems = []
+    budget = reading["in_memory_max_gb"]
+    if isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0:
+        problems.append(f"protocol.reading.in_memory_max_gb: {budget!r}, must be a number >= 0 "
+                        "(0: never read into memory)")  # fmt: skip
+    block = reading["block_mb"]
+    if isinstance(block, bool) or not isinstance(block, int | float) or not block > 0:
+        problems.append(f"protocol.reading.block_mb: {block!r}, must be a number > 0")
+    buffer = reading["buffer_blocks"]
+    if isinstance(buffer, bool) or not isinstance(buffer, int) or buffer < 1:
+        problems.append(f"protocol.reading.buffer_blocks: {buffer!r}, must be an integer >= 1")
+    if problems:
+        raise ValueError("; ".join(problems))
+    return reading
+
+
+@dataclass(frozen=True)
+class ReadingPlan:
+    """How one run reads X (`plan_reading`); ``describe()`` is what its record keeps."""
+
+    mode: str  # MEMORY or BLOCKS
+    x_bytes: int
+    row_bytes: int
+    in_memory_max_gb: float
+    block_rows: int | None = None  # BLOCKS: training rows per block
+    buffer_blocks: int | None = None  # BLOCKS: blocks shuffled together
+
+    def describe(self) -> dict:
+        out = {"mode": self.mode, "x_gb": round(self.x_bytes / GB, 6),
+               "in_memory_max_gb": self.in_memory_max_gb}  # fmt: skip
+        if self.mode == BLOCKS:
+            out.update(block_rows=self.block_rows, buffer_blocks=self.buffer_blocks,
+                       block_mb=round(self.block_rows * self.row_bytes / MB, 6))  # fmt: skip
+        return out
+
+    def message(self) -> str:
+        size = f"X is {self.x_bytes / GB:.3f} GB"
+        if self.mode == MEMORY:
+            return (f"reading: {size} <= protocol.reading.in_memory_max_gb "
+                    f"{self.in_memory_max_gb:g}: read into memory once, each epoch a full "
+                    "shuffle")  # fmt: skip
+        return (
+            f"reading: {size} > protocol.reading.in_memory_max_gb {self.in_memory_max_gb:g}: "
+            f"BLOCK-SHUFFLED from disk: blocks of {self.block_rows:,} consecutive training "
+            f"rows ({self.block_rows * self.row_bytes / MB:.2f} MB), shuffled, then rows "
+            f"shuffled within windows of {self.buffer_blocks} blocks "
+            f"({self.block_rows * self.buffer_blocks:,} rows)"
+        )
+
+
+def plan_reading(settings: dict, x_shape: tuple[int, ...], itemsize: int = 4) -> ReadingPlan:
+    """The run's reading mode from ``protocol.reading`` and X's shape (N, C, L)."""
+    reading = reading_settings(settings)
+    row_bytes = int(np.prod(x_shape[1:], dtype=np.int64)) * int(itemsize)
+    x_bytes = int(x_shape[0]) * row_bytes
+    budget = float(reading["in_memory_max_gb"])
+    if x_bytes <= budget * GB:
+        return ReadingPlan(MEMORY, x_bytes, row_bytes, budget)
+    block_rows = max(1, int(float(reading["block_mb"]) * MB // max(1, row_bytes)))
+    return ReadingPlan(BLOCKS, x_bytes, row_bytes, budget, block_rows,
+                       int(reading["buffer_blocks"]))  # fmt: skip
+
+
+def full_order(train_idx: np.ndarray, generator: torch.Generator) -> np.ndarray:
+    """A full shuffle of the training rows (the order of every earlier version)."""
+    return train_idx[torch.randperm(len(train_idx), generator=generator).numpy()]
+
+
+def epoch_order(
+    train_idx: np.ndarray, generator: torch.Generator, block_rows: int, buffer_blocks: int
+) -> np.ndarray:
+    """A block-shuffled permutation of ``train_idx`` (int64): the sorted rows cut into
+    blocks of ``block_rows`` consecutive positions, the blocks shuffled, then the rows of
+    each window of ``buffer_blocks`` consecutive blocks (in the shuffled block order)
+    shuffled together. Every row exactly once; drawn from ``generator`` only."""
+    if isinstance(block_rows, bool) or int(block_rows) < 1:
+        raise ValueError(f"block_rows must be >= 1, got {block_rows!r}")
+    if isinstance(buffer_blocks, bool) or int(buffer_blocks) < 1:
+        raise ValueError(f"buffer_blocks must be >= 1, got {buffer_blocks!r}")
+    block_rows, buffer_blocks = int(block_rows), int(buffer_blocks)
+    rows = np.sort(np.asarray(train_idx, dtype=np.int64))
+    n = len(rows)
+    n_blocks = math.ceil(n / block_rows)
+    blocks = torch.randperm(n_blocks, generator=generator).numpy()
+    order = np.empty(n, dtype=np.int64)
+    at = 0
+    for w in range(0, n_blocks, buffer_blocks):
+        window = blocks[w : w + buffer_blocks]
+        positions = np.concatenate(
+            [np.arange(b * block_rows, min(n, (b + 1) * block_rows)) for b in window]
+        )
+        shuffled = positions[torch.randperm(len(positions), generator=generator).numpy()]
+        order[at : at + len(shuffled)] = rows[shuffled]
+        at += len(shuffled)
+    return order
+
+
+def plan_order(plan: ReadingPlan | None, train_idx: np.ndarray, generator) -> np.ndarray:
+    """The epoch's row order under ``plan`` (None or MEMORY: `full_order`)."""
+    if plan is None or plan.mode == MEMORY:
+        return full_order(train_idx, generator)
+    return epoch_order(train_idx, generator, plan.block_rows, plan.buffer_blocks)
+
+
+class BlockReader:
+    """Rows of a .npy X (N, ...) by index, for a fixed sorted set of ``rows``, read a block
+    at a time: block b is ``rows[b*block_rows : (b+1)*block_rows]``, read with one
+    ``os.pread`` of the file span from its first to its last row (rows of other splits in
+    between included) into a cache of at most ``cache_blocks`` blocks (least recently
+    used dropped first; a batch needing more keeps them all until the next one). Indexing
+    with sorted rows (as ``iterate_batches`` does) gives the rows' array, like ``X[rows]``.
+    No memory map: nothing here enters the process's RSS but the cache."""
+
+    def __init__(self, path: str | os.PathLike, rows: np.ndarray, block_rows: int,
+                 cache_blocks: int, threads: int = READ_THREADS):  # fmt: skip
+        self.path = Path(path)
+        shape, fortran, dtype, self.offset = read_npy_header(self.path)
+        if fortran:
+            raise ValueError(f"{self.path}: a Fortran-ordered array cannot be read by rows")
+        self.shape, self.dtype, self.ndim = shape, np.dtype(dtype), len(shape)
+        self.row_shape = shape[1:]
+        self.row_bytes = int(np.prod(self.row_shape, dtype=np.int64)) * self.dtype.itemsize
+        self.rows = np.sort(np.asarray(rows, dtype=np.int64))
+        self.block_rows, self.cache_blocks = int(block_rows), max(1, int(cache_blocks))
+        # block -> (its first file row, its rows, the buffer holding them)
+        self.cache: OrderedDict[int, tuple[int, np.ndarray, np.ndarray]] = OrderedDict()
+        self.threads = max(1, int(threads))
+        starts = self.rows[:: self.block_rows]
+        ends = self.rows[np.minimum(np.arange(len(starts)) * self.block_rows + self.block_rows,
+                                    len(self.rows)) - 1]  # fmt: skip
+        self.max_span = int((ends - starts).max()) + 1 if len(starts) else 1
+        self._free: list[np.ndarray] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self.bytes_read = 0
+        self._fd: int | None = None
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def _open(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        return self._fd
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.cache.clear()
+        self._free.clear()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
+
+    def _rows_of(self, b: int) -> tuple[int, int]:
+        """The file rows block b spans: its first and last training row."""
+        first = int(self.rows[b * self.block_rows])
+        return first, int(self.rows[min(len(self.rows), (b + 1) * self.block_rows) - 1])
+
+    def _span(self, b: int) -> tuple[int, int]:
+        """Block b's bytes in the file: (offset, length)."""
+        first, last = self._rows_of(b)
+        return self.offset + first * self.row_bytes, (last - first + 1) * self.row_bytes
+
+    def _buffer(self) -> np.ndarray:
+        """A block's buffer: an evicted block's when there is one (no fresh pages to fault
+        in), else a new one of the largest span."""
+        if self._free:
+            return self._free.pop()
+        return np.empty((self.max_span, *self.row_shape), dtype=self.dtype)
+
+    def _read_block(self, b: int, buffer: np.ndarray) -> tuple[int, np.ndarray]:
+        first, last = self._rows_of(b)
+        out = buffer[: last - first + 1]
+        view = memoryview(out).cast("B")
+        start, done, fd = self.offset + first * self.row_bytes, 0, self._open()
+        while done < len(view):
+            got = os.preadv(fd, [view[done:]], start + done)
+            if got <= 0:
+                raise OSError(f"{self.path}: short read at byte {start + done}")
+            done += got
+        self.bytes_read += done
+        return first, out
+
+    def __getitem__(self, batch) -> np.ndarray:
+        batch = np.asarray(batch, dtype=np.int64)
+        pos = np.searchsorted(self.rows, batch)
+        if (pos >= len(self.rows)).any() or (self.rows[np.minimum(pos, len(self.rows) - 1)]
+                                             != batch).any():  # fmt: skip
+            raise IndexError(f"{self.path}: rows outside this reader's set were asked for")
+        blocks = pos // self.block_rows
+        needed = np.unique(blocks)  # ascending: the file front to back
+        keep = set(needed.tolist())
+        missing = [int(b) for b in needed if int(b) not in self.cache]
+        for old in list(self.cache):
+            if len(self.cache) + len(missing) <= self.cache_blocks:
+                break
+            if old not in keep:
+                self._free.append(self.cache.pop(old)[2])
+        # the missing blocks read by `threads` threads at once (os.preadv releases the GIL):
+        # several requests in flight, as the kernel's read-ahead has for a sequential read
+        buffers = [self._buffer() for _ in missing]
+        self._open()
+        if self.threads > 1 and len(missing) > 1:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="blockread")
+            done = list(self._pool.map(self._read_block, missing, buffers))
+        else:
+            done = [self._read_block(b, buf) for b, buf in zip(missing, buffers, strict=True)]
+        for b, buf, (first, block) in zip(missing, buffers, done, strict=True):
+            self.cache[b] = (first, block, buf)
+        out = np.empty((len(batch), *self.row_shape), dtype=self.dtype)
+        for b in needed:
+            first, block, _ = self.cache[int(b)]
+            self.cache.move_to_end(int(b))
+            sel = blocks == b
+            out[sel] = block[batch[sel] - first]
+        return out

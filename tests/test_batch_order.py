@@ -1,0 +1,263 @@
+"""protocol.reading (ssmbench.train.batch_order): an X that fits the budget is read into
+memory and fully shuffled, exactly as before; a larger one is read from disk in
+block-shuffled epochs that are permutations, deterministic in the generator, and resume
+mid-epoch with the same rows."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from conftest import make_project, signal_at_training_batch
+
+from ssmbench.config import ConfigError, Job, job_spec, read_params, validate_schema
+from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.train import batch_order, protocol
+from ssmbench.train.batch_order import (
+    BLOCKS,
+    MEMORY,
+    BlockReader,
+    epoch_order,
+    plan_order,
+    plan_reading,
+    reading_settings,
+)
+from ssmbench.train.checkpoint import TrainingInterrupted
+from ssmbench.train.protocol import run_job
+
+
+def _gen(seed=0):
+    return torch.Generator().manual_seed(seed)
+
+
+# ----------------------------------------------------------------------------- the order
+@pytest.mark.parametrize(
+    "n,block_rows,buffer_blocks", [(1000, 7, 3), (64, 64, 1), (5, 10, 4), (1001, 1, 1000)]
+)
+def test_epoch_order_is_a_permutation_of_the_training_rows(n, block_rows, buffer_blocks):
+    rows = np.sort(np.random.default_rng(1).choice(5 * n, n, replace=False)).astype(np.int64)
+    order = epoch_order(rows[::-1].copy(), _gen(), block_rows, buffer_blocks)
+    assert order.dtype == np.int64 and len(order) == n
+    assert np.array_equal(np.sort(order), rows)
+
+
+def test_epoch_order_is_deterministic_in_the_generator_state():
+    rows = np.arange(0, 3000, 3, dtype=np.int64)
+    g = _gen(5)
+    g.manual_seed(5)
+    first = epoch_order(rows, g, 16, 4)
+    after = g.get_state()
+    second_epoch = epoch_order(rows, g, 16, 4)
+    g.set_state(after)  # a resumed epoch: the state at its start
+    assert np.array_equal(epoch_order(rows, g, 16, 4), second_epoch)
+    assert np.array_equal(epoch_order(rows, _gen(5), 16, 4), first)
+    assert not np.array_equal(first, second_epoch)
+    assert not np.array_equal(epoch_order(rows, _gen(6), 16, 4), first)
+
+
+def test_each_window_holds_whole_blocks_of_consecutive_rows():
+    rows = np.arange(10, 10 + 1000, dtype=np.int64) * 2  # sorted training rows
+    block_rows, buffer_blocks = 10, 4
+    order = epoch_order(rows, _gen(3), block_rows, buffer_blocks)
+    window = block_rows * buffer_blocks
+    position = {int(r): i for i, r in enumerate(rows)}
+    seen_blocks = []
+    for w in range(0, len(order), window):
+        blocks = {position[int(r)] // block_rows for r in order[w : w + window]}
+        assert len(blocks) == buffer_blocks  # a window is buffer_blocks whole blocks...
+        for b in blocks:  # ...each all there, its rows consecutive training rows
+            assert set(order[w : w + window].tolist()) >= set(
+                rows[b * block_rows : (b + 1) * block_rows].tolist()
+            )
+        seen_blocks += sorted(blocks)
+    assert sorted(seen_blocks) == list(range(len(rows) // block_rows))
+    # the blocks are shuffled, and so are the rows within a window
+    assert seen_blocks[:buffer_blocks] != list(range(buffer_blocks))
+    assert not np.array_equal(np.sort(order[:window]), order[:window])
+
+
+def test_in_memory_order_is_the_old_full_shuffle_bit_for_bit():
+    train_idx = np.random.default_rng(0).permutation(5000).astype(np.int64)[:4000]
+    plan = plan_reading({}, (5000, 2, 8))
+    assert plan.mode == MEMORY
+    g_new, g_old = _gen(7), _gen(7)
+    for _ in range(3):  # several epochs from one generator
+        new = plan_order(plan, train_idx, g_new)
+        old = train_idx[torch.randperm(len(train_idx), generator=g_old).numpy()]
+        assert np.array_equal(new, old) and new.dtype == old.dtype
+    assert torch.equal(g_new.get_state(), g_old.get_state())
+
+
+def test_the_budget_decides_the_mode_and_block_rows_follow_block_mb():
+    shape = (100_000, 10, 24)  # 960 bytes a row, 96 MB
+    assert plan_reading({"reading": {"in_memory_max_gb": 0.1}}, shape).mode == MEMORY
+    plan = plan_reading({"reading": {"in_memory_max_gb": 0.05, "block_mb": 1,
+                                     "buffer_blocks": 8}}, shape)  # fmt: skip
+    assert plan.mode == BLOCKS and plan.block_rows == (1 << 20) // 960 == 1092
+    assert plan.buffer_blocks == 8
+    assert plan.describe()["mode"] == "blocks" and "BLOCK-SHUFFLED" in plan.message()
+    # a row larger than a block: one row a block
+    assert plan_reading({"reading": {"in_memory_max_gb": 0, "block_mb": 1e-6}},
+                        shape).block_rows == 1  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- settings
+@pytest.mark.parametrize("key,value,message", [
+    ("block_mb", 0, "protocol.reading.block_mb"),
+    ("block_mb", -1.0, "protocol.reading.block_mb"),
+    ("buffer_blocks", 0, "protocol.reading.buffer_blocks"),
+    ("buffer_blocks", 2.5, "protocol.reading.buffer_blocks"),
+    ("in_memory_max_gb", -1, "protocol.reading.in_memory_max_gb"),
+])  # fmt: skip
+def test_bad_reading_settings_are_refused_naming_the_key(key, value, message):
+    params = read_params("params.yaml")
+    bad = copy.deepcopy(params)
+    bad["protocol"]["reading"][key] = value
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        validate_schema(bad)
+    with pytest.raises(ValueError, match=message.replace(".", r"\.")):
+        reading_settings({"reading": {key: value}})
+    with pytest.raises(ValueError, match="block_rows"):
+        epoch_order(np.arange(10), _gen(), 0, 1)
+
+
+def test_unknown_reading_key_and_suite_override_are_checked():
+    params = read_params("params.yaml")
+    bad = copy.deepcopy(params)
+    bad["protocol"]["reading"]["block_rows"] = 64
+    with pytest.raises(ConfigError, match="protocol.reading"):
+        validate_schema(bad)
+    bad = copy.deepcopy(params)
+    bad["suites"]["tiny"]["overrides"]["reading"] = {"buffer_blocks": 0}
+    with pytest.raises(ConfigError, match=r"suites\.tiny\.overrides\.reading\.buffer_blocks"):
+        validate_schema(bad)
+    with pytest.raises(ValueError, match="unknown"):
+        reading_settings({"reading": {"block_rows": 64}})
+
+
+def test_params_yaml_states_the_defaults():
+    params = read_params("params.yaml")
+    assert params["protocol"]["reading"] == batch_order.DEFAULT_READING
+
+
+# ----------------------------------------------------------------------------- the reader
+def test_block_reader_gives_the_rows_of_the_file(tmp_path):
+    X = np.random.default_rng(0).standard_normal((500, 3, 7)).astype(np.float32)
+    np.save(tmp_path / "X.npy", X)
+    rows = np.sort(np.random.default_rng(1).choice(500, 300, replace=False))
+    reader = BlockReader(tmp_path / "X.npy", rows, block_rows=16, cache_blocks=4)
+    order = epoch_order(rows, _gen(), 16, 2)
+    for s in range(0, len(order), 37):
+        batch = np.sort(order[s : s + 37])
+        assert np.array_equal(reader[batch], X[batch])
+        assert len(reader.cache) <= max(4, len(np.unique(np.searchsorted(rows, batch) // 16)))
+    with pytest.raises(IndexError):
+        reader[np.array([int(np.setdiff1d(np.arange(500), rows)[0])])]
+    # an epoch reads each block about once (two windows' cache), not once a batch
+    assert reader.bytes_read <= 2 * X.nbytes
+    reader.close()
+
+
+# ----------------------------------------------------------------------------- the runs
+JOB = Job("uea", "BasicMotions", "MS4", 0)
+# BasicMotions: 36 training rows of 6 x 100 float32 (2,400 bytes): blocks of 4 rows,
+# windows of 2 blocks; batch 4, 9 batches an epoch
+BLOCK_READING = {"in_memory_max_gb": 0, "block_mb": 4 * 2400 / (1 << 20), "buffer_blocks": 2}
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    def edit(params):
+        params["protocol"]["checkpoint_min_seconds"] = 0
+
+    root = make_project(tmp_path_factory.mktemp("batch_order") / "proj", edit)
+    fetch_uea("BasicMotions", root / "data/raw/uea", archive_dir=None, download=False)
+    prepare_uea("BasicMotions", root / "data/raw/uea", root / "data/prepared/uea")
+    return root
+
+
+def spec_of(project, max_epochs=6, reading=None):
+    params = yaml.safe_load((project / "params.yaml").read_text())
+    spec = job_spec(params, JOB)
+    spec["settings"]["max_epochs"] = max_epochs
+    if reading is not None:
+        spec["settings"]["reading"] = reading
+    spec["prepared_dir"] = str(project / spec["prepared_dir"])
+    return spec
+
+
+def _spy_orders(monkeypatch):
+    """Each epoch's (train_idx, generator state before, order) as the protocol draws it."""
+    seen = []
+    real = protocol.plan_order
+
+    def spy(plan, train_idx, generator):
+        before = generator.get_state()
+        order = real(plan, train_idx, generator)
+        seen.append((plan, train_idx.copy(), before, order))
+        return order
+
+    monkeypatch.setattr(protocol, "plan_order", spy)
+    return seen
+
+
+def test_an_in_memory_run_draws_the_old_order(project, tmp_path, monkeypatch):
+    seen = _spy_orders(monkeypatch)
+    lines = []
+    record = run_job(spec_of(project, 3), tmp_path / "fold0.json", log=lines.append)
+    assert record["reading"]["mode"] == "memory"
+    assert any("read into memory once" in line for line in lines), lines
+    assert len(seen) == 3
+    for _plan, train_idx, before, order in seen:
+        g = torch.Generator()
+        g.set_state(before)
+        assert np.array_equal(order, train_idx[torch.randperm(len(train_idx), generator=g).numpy()])
+
+
+def test_block_mode_run_resumes_mid_epoch_with_the_same_rows(project, tmp_path, monkeypatch):
+    spec = spec_of(project, 6, BLOCK_READING)
+    seen = _spy_orders(monkeypatch)
+    lines = []
+    reference = run_job(spec, tmp_path / "ref" / "fold0.json", log=lines.append)
+    assert reference["reading"] == {
+        "mode": "blocks", "x_gb": 0.000192, "in_memory_max_gb": 0, "block_rows": 4,
+        "buffer_blocks": 2, "block_mb": round(4 * 2400 / (1 << 20), 6),
+    }  # fmt: skip
+    assert any("BLOCK-SHUFFLED" in line for line in lines), lines
+    reference_orders = [order for *_, order in seen]
+    assert len(reference_orders) == 6
+    seen.clear()
+
+    # stopped in epoch 4 after its 5th batch, then resumed
+    record_path, checkpoint = tmp_path / "run" / "fold0.json", tmp_path / "ckpt" / "fold0.pt"
+    signal_at_training_batch(monkeypatch, 9 * 3 + 5)
+    with pytest.raises(TrainingInterrupted):
+        run_job(spec, record_path, log=lambda _: None, checkpoint_path=checkpoint)
+    monkeypatch.undo()
+    seen = _spy_orders(monkeypatch)
+    resumed = run_job(spec, record_path, log=lambda _: None, checkpoint_path=checkpoint)
+    # the resumed epoch 4 rebuilt epoch 4's order, and so on
+    assert [o.tolist() for *_, o in seen] == [o.tolist() for o in reference_orders[3:]]
+    for key in ("test_error", "test_loss", "best_val_loss", "best_epoch", "epochs_run"):
+        assert resumed[key] == reference[key], key
+    assert json.loads(record_path.read_text())["reading"]["mode"] == "blocks"
+
+
+def test_x_is_read_into_memory_by_training_only(project):
+    """A deep run reads X into memory at its first batch; a tuning trial (validation_only:
+    its test rows are never read) keeps the memory map, the same rows in the same order;
+    block mode reads through a BlockReader."""
+    run = protocol._set_up(spec_of(project), 1)
+    assert run.data.X_memory is None  # nothing read before training asks for it
+    X = run.data.train_X()
+    assert type(X) is np.ndarray and run.data.rows_X(run.data.val_idx) is X
+    trial = protocol._set_up(spec_of(project), 1, validation_only=True)
+    assert isinstance(trial.data.train_X(), np.memmap) and trial.data.X_memory is None
+    blocks = protocol._set_up(spec_of(project, reading=BLOCK_READING), 1)
+    assert isinstance(blocks.data.train_X(), BlockReader)
+    rows = np.sort(blocks.data.train_idx[:9])
+    assert np.array_equal(blocks.data.train_X()[rows], X[rows])
