@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from ssmbench.models import MS4Classifier
-from ssmbench.models.s4d import CausalFFTConv, S4DLayer
+from ssmbench.models.s4d import CausalFFTConv, S4DKernel, S4DLayer
 from ssmbench.train.micro_batches import backward_batch
 from ssmbench.train.objective import Objective
 
@@ -72,3 +72,22 @@ def test_the_fast_step_is_the_plain_step():
         scale = p_plain.grad.abs().max()
         torch.testing.assert_close(p_fast.grad / scale, p_plain.grad / scale,
                                    rtol=1e-4, atol=1e-5, msg=name)  # fmt: skip
+
+
+def test_micro_batches_compute_each_kernel_once(monkeypatch):
+    torch.manual_seed(1)
+    model = MS4Classifier(3, 5, 64, d_model=8, d_state=8, n_layers=2)
+    calls = []
+    factorised = S4DKernel.factorised
+    monkeypatch.setattr(
+        S4DKernel, "factorised", lambda self, L: calls.append(L) or factorised(self, L)
+    )
+    objective = Objective({"task": "classification", "L": 64, "n_classes": 5}, (9,))
+    x, y = torch.randn(9, 3, 64), torch.randint(0, 5, (9,))
+    backward_batch(model, objective, x, y, None, {}, 2, lambda loss, inputs: None)
+    assert calls == [64, 64]  # one per layer for the 5 parts
+    assert all(k._shared is None for k in model.modules() if isinstance(k, S4DKernel))
+    assert all(p.grad is not None for p in model.parameters())
+    with torch.no_grad():  # outside it (and in evaluation) K is computed per call
+        model(x)
+    assert len(calls) == 4

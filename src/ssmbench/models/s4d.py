@@ -60,7 +60,9 @@ Choices and deviations from the reference ``s4d.py``
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 
 import torch
 import torch.nn as nn
@@ -71,6 +73,7 @@ __all__ = [
     "S4DKernel",
     "S4DLayer",
     "complex_power_kernel",
+    "kernels_once_per_batch",
     "naive_kernel",
     "recurrence",
 ]
@@ -114,6 +117,8 @@ class S4DKernel(nn.Module):
         self.C = nn.Parameter(torch.view_as_real(C))  # (H, N/2, 2)
         for p in (self.log_dt, self.log_A_real, self.A_imag, self.B, self.C):
             p._optim = dict(_NO_WEIGHT_DECAY)
+        # L -> (K, its leaf) while `kernels_once_per_batch` is active; None otherwise
+        self._shared: dict[int, tuple[torch.Tensor, torch.Tensor]] | None = None
 
     def _apply(self, fn, recurse=True):
         # nn.Module.to(real dtype) would cast the complex B to a real tensor and silently
@@ -154,6 +159,16 @@ class S4DKernel(nn.Module):
         return 2 * torch.einsum("hn,hnl->hl", W, vander).real  # (H, L)
 
     def forward(self, L: int) -> torch.Tensor:
+        """Kernel K (H, L) (``factorised``); inside `kernels_once_per_batch` computed once
+        per length and reused, its uses' gradients gathered on one leaf."""
+        if self._shared is not None and torch.is_grad_enabled():
+            if L not in self._shared:
+                k = self.factorised(L)
+                self._shared[L] = (k, k.detach().requires_grad_(True))
+            return self._shared[L][1]
+        return self.factorised(L)
+
+    def factorised(self, L: int) -> torch.Tensor:
         """Kernel K (H, L) via a factorised Vandermonde matrix (no loop over L).
 
         Write l = m·i + j with m = ceil(sqrt(L)), 0 <= j < m, 0 <= i < q = ceil(L/m). Then
@@ -217,6 +232,31 @@ class CausalFFTConv(torch.autograd.Function):
             cross = (g_f * u_f.conj()).sum(0)  # (H, L+1): Σ_b G conj U (an einsum copies here)
             grad_k = torch.fft.irfft(cross, n=2 * L)[..., :L]  # (H, L)
         return grad_u, grad_k
+
+
+@contextlib.contextmanager
+def kernels_once_per_batch(model: nn.Module) -> Iterator[None]:
+    """While active, each `S4DKernel` of ``model`` computes K once per length for all the
+    forward passes (a batch's micro-batches, ``ssmbench.train.micro_batches``): they read
+    one leaf tensor, their gradients add up on it, and on leaving, the kernel's own
+    backward runs once with that sum. The same gradient as K computed per pass, without
+    repeating its work; a no-op for a model without S4D kernels."""
+    kernels = [m for m in model.modules() if isinstance(m, S4DKernel)]
+    for kernel in kernels:
+        kernel._shared = {}
+    try:
+        yield
+        roots, grads = [], []
+        for kernel in kernels:
+            for k, leaf in kernel._shared.values():
+                if leaf.grad is not None:
+                    roots.append(k)
+                    grads.append(leaf.grad)
+        if roots:
+            torch.autograd.backward(roots, grads)
+    finally:
+        for kernel in kernels:
+            kernel._shared = None
 
 
 class ChannelDropout(nn.Module):

@@ -4,7 +4,8 @@ The gradient is the whole batch's: each part's loss is weighted by its share of 
 loss (rows for classification, observed targets for regression; `Objective.part_weight`)
 and the parts' gradients add up in ``.grad`` before the one optimiser step. Only the
 summation order differs, so parameters move the same within float rounding
-(tests/test_micro_batches.py). What changes is the size of every activation: on CPU, a
+(tests/test_micro_batches.py); S4D kernels are computed once per batch, not per part
+(``s4d.kernels_once_per_batch``). What changes is the size of every activation: on CPU, a
 part whose activations stay under glibc's mmap threshold (32 MiB at most) reuses freed
 heap memory, where a whole batch's tensors are fresh mappings whose pages the kernel
 zero-fills on every allocation. MS4N at B = 64, L = 10,000 trains a step about 2-3x faster
@@ -19,12 +20,14 @@ part: the same distribution, other draws than the whole batch's.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import torch
 import torch.nn as nn
 
 from ssmbench.config import ConfigError
+from ssmbench.models.s4d import kernels_once_per_batch
 from ssmbench.train.evaluation import forward_batch
 
 
@@ -62,6 +65,13 @@ def backward_batch(
     penalty = getattr(model, "regulariser", None)  # e.g. Log-NCDE's Lip(2)
     n = len(yb)
     rows = n if rows is None else rows
+    # S4D kernels: computed once for all the parts, their gradients summed, then one backward
+    with kernels_once_per_batch(model) if rows < n else contextlib.nullcontext():
+        return _parts(model, objective, xb, yb, mb, extra, rows, check, penalty)
+
+
+def _parts(model, objective, xb, yb, mb, extra, rows, check, penalty) -> tuple[float, float]:
+    n = len(yb)
     loss_sum, second = 0.0, 0.0
     for start in range(0, n, rows):
         part = slice(start, min(start + rows, n))
