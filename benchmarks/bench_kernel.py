@@ -4,12 +4,14 @@ the references use, the kernel alone and the whole training step, in one run.
 Variants (same MS4N network and weights; ``ssmbench.models.s4d``):
 
 * ours:       ``S4DKernel.forward`` (Ā^{m i + j} = Ā^{m i} Ā^j, m ≈ sqrt(L): one real
-  batched matmul), the layer's fast path (``CausalFFTConv``, D folded into the kernel) and
+  batched matmul), the layer's fast path (``CausalFFTConv``, D folded into the kernel,
+  MS4's channels-last layout in and out, the kernel computed once per batch) and
   the batch in micro-batches (``micro_batch_rows``: the largest power of two of rows whose
   (rows, H, 2L) float32 FFT buffer fits 24 MiB, under glibc's mmap threshold);
 * ours-whole: the same on the whole batch at once (what the micro-batches add);
-* ours-plain: our kernel on the plain path (``S4DLayer.ssm_plain``, autograd through
-  rfft/irfft, + D u; the whole batch): the network before this optimisation;
+* ours-plain: our kernel on the plain path (``S4DLayer.plain``: ``ssm_plain``, autograd
+  through rfft/irfft, + D u, on the (B, H, L) layout; the whole batch): the network
+  before this optimisation;
 * authors:    the MS4N authors' ``MS4NKernel`` (github h-saadatmand/MS4N, ``model/MS4N.py``):
   Ā.unsqueeze(-1) ** arange(L), then an einsum (``complex_power_kernel``), on the plain path;
 * s4d.py:     state-spaces' ``s4d.py``, exp(ΛΔ · arange(L)) then an einsum
@@ -83,8 +85,8 @@ def build(variant: str, L: int) -> MS4Classifier:
     for m in model.modules():
         if isinstance(m, S4DKernel):
             m.forward = lambda L, _k=m: kernel_fn(_k, L)
-        if isinstance(m, S4DLayer) and path == "plain":
-            m.ssm = m.ssm_plain
+        if isinstance(m, S4DLayer):
+            m.plain = path == "plain"
     return model
 
 

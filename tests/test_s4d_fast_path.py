@@ -63,7 +63,7 @@ def test_the_fast_step_is_the_plain_step():
     plain = MS4Classifier(3, 5, 300, **params)
     plain.load_state_dict(fast.state_dict())
     for layer in plain.ssm_layers:
-        layer.ssm = layer.ssm_plain
+        layer.plain = True
     x, y = torch.randn(8, 3, 300), torch.randint(0, 5, (8,))
     F.cross_entropy(plain(x), y).backward()
     objective = Objective({"task": "classification", "L": 300, "n_classes": 5}, (8,))
@@ -91,3 +91,26 @@ def test_micro_batches_compute_each_kernel_once(monkeypatch):
     with torch.no_grad():  # outside it (and in evaluation) K is computed per call
         model(x)
     assert len(calls) == 4
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_channels_last_layer_is_the_layer_on_the_transposed_input(dropout):
+    """The same weights on (B, L, H) and (B, H, L): same outputs, gradients and (in
+    training, same seed) the same channel-dropout masks; and the plain path in both."""
+    torch.manual_seed(3)
+    first = S4DLayer(6, 8, dropout=dropout).train()
+    last = S4DLayer(6, 8, dropout=dropout, channels_last=True).train()
+    last.load_state_dict(first.state_dict())
+    u, g = torch.randn(4, 6, 50), torch.randn(4, 6, 50)
+    for plain in (False, True):
+        first.plain = last.plain = plain
+        torch.manual_seed(7)
+        y1, du1, grads1 = _outputs_and_grads(first, first, u, g)
+        torch.manual_seed(7)
+        y2, du2, grads2 = _outputs_and_grads(
+            last, lambda v: last(v.transpose(1, 2)).transpose(1, 2), u, g
+        )
+        torch.testing.assert_close(y2, y1)
+        torch.testing.assert_close(du2, du1)
+        for name in grads1:
+            torch.testing.assert_close(grads2[name], grads1[name], msg=name)

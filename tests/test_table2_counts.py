@@ -126,9 +126,9 @@ def test_block_input_proj_is_the_authors_block():
     x = torch.randn(2, 3, 20)
     with torch.no_grad():
         h = model.input_proj(x.transpose(1, 2))
-        h = model.mixers[0](model.ssm_layers[0](h.transpose(1, 2)))
+        h = model.mixers[0](model.ssm_layers[0](h))  # the layers take (B, L, H)
         u = model.block_projs[0](h)
-        h = h + model.mixers[1](model.ssm_layers[1](u.transpose(1, 2)))
+        h = h + model.mixers[1](model.ssm_layers[1](u))
         torch.testing.assert_close(model(x), model.head(h.mean(1)))
     assert (
         count_params(model)

@@ -72,18 +72,24 @@ def s4d_layer_macs(batch: int, d_model: int, d_state: int, length: int) -> int:
 CONVENTIONS = ("paper", "full")
 
 
+def _bhl(module: S4DLayer, x: torch.Tensor) -> tuple[int, int, int]:
+    """(B, H, L) of an S4D layer's input, whichever layout it takes."""
+    B, a, b = x.shape
+    return (B, b, a) if module.channels_last else (B, a, b)
+
+
 def _s4d_layer_hook(module: S4DLayer, inputs: tuple, output: torch.Tensor) -> None:
-    B, H, L = inputs[0].shape
+    B, H, L = _bhl(module, inputs[0])
     module.__flops__ += s4d_layer_macs(B, H, module.d_state, L)
 
 
 def _s4d_layer_hook_paper(module: S4DLayer, inputs: tuple, output: torch.Tensor) -> None:
-    B, H, L = inputs[0].shape
+    B, H, L = _bhl(module, inputs[0])
     module.__flops__ += 3 * B * H * L  # D skip (multiply, add) and GELU; no convolution
 
 
 def _channel_glu_hook(module: ChannelGLU, inputs: tuple, output: torch.Tensor) -> None:
-    B, H, L = inputs[0].shape
+    B, L, H = inputs[0].shape  # channels last
     module.__flops__ += B * L * (2 * H * H + 2 * H) + B * L * H
 
 

@@ -99,7 +99,7 @@ __all__ = ["ChannelGLU", "MS4Classifier", "S4DClassifier"]
 class ChannelGLU(nn.Module):
     """GLU channel mixing: Conv1d(H, 2H, kernel_size=1) then GLU over the channel axis.
 
-    Input (B, H, L), output (B, L, H) (channels last). The 1x1 convolution's weights live
+    Input and output (B, L, H) (channels last). The 1x1 convolution's weights live
     in a standard ``nn.Conv1d`` (so parameter names and counts are those of Conv1d(H, 2H, 1))
     but it is evaluated as ``F.linear`` on the channels-last view, which is the same
     arithmetic and about 1.7x faster than the 1x1 convolution backward on CPU.
@@ -112,7 +112,7 @@ class ChannelGLU(nn.Module):
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         w = self.proj.weight.squeeze(-1)  # (2H, H)
-        y = F.linear(z.transpose(-1, -2), w, self.proj.bias)  # (B, L, 2H)
+        y = F.linear(z, w, self.proj.bias)  # (B, L, 2H)
         return F.glu(y, dim=-1)  # (B, L, H): first half * sigmoid(second half)
 
 
@@ -156,7 +156,10 @@ class MS4Classifier(SequenceClassifier):
             [nn.Linear(H, H) for _ in range(n_layers - 1)] if block_input_proj else []
         )
         self.ssm_layers = nn.ModuleList(
-            [S4DLayer(H, d_state, dropout, b_scales_step) for _ in range(n_layers)]
+            [
+                S4DLayer(H, d_state, dropout, b_scales_step, channels_last=True)
+                for _ in range(n_layers)
+            ]  # fmt: skip
         )
         if not learnable_b:
             for layer in self.ssm_layers:
@@ -167,18 +170,17 @@ class MS4Classifier(SequenceClassifier):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # The residual stream is kept as (B, L, H) (channels last) so that the position-wise
-        # maps (input projection, GLU mixing, LayerNorm) need no copies; the S4D layer
-        # sees the (B, H, L) view.
+        # maps (input projection, GLU mixing, LayerNorm) need no copies; so does the S4D
+        # layer (its FFTs transpose on the way in and out).
         x = self.input_proj(x.transpose(-1, -2))  # (B, C, L) -> (B, L, H)
         for i, (ssm, mixer) in enumerate(zip(self.ssm_layers, self.mixers, strict=True)):
             u = self.block_projs[i - 1](x) if (i > 0 and self.block_projs) else x  # (B, L, H)
-            z = ssm(u.transpose(-1, -2))  # (B, H, L)
+            z = ssm(u)  # (B, L, H)
             z = mixer(z)  # (B, L, H)
             x = z + x if (i > 0 or self.first_layer_residual) else z
             if self.norms:
                 x = self.norms[i](x)  # LayerNorm over H
         return self.readout(x)  # (B, K), or (B, L, K) per step
-
 
     # --- streaming (inference): O(layers · H · N) state, logits equal to the batch model's
     def initial_state(self, batch: int, device=None) -> dict:
@@ -202,7 +204,7 @@ class MS4Classifier(SequenceClassifier):
             u = self.block_projs[i - 1](x) if (i > 0 and self.block_projs) else x
             z, g = ssm.step(u, state["ssm"][i], coefficients)  # (B, H)
             new_ssm.append(g)
-            z = mixer(z.unsqueeze(-1)).squeeze(1)  # (B, H)
+            z = mixer(z.unsqueeze(1)).squeeze(1)  # (B, H)
             x = z + x if (i > 0 or self.first_layer_residual) else z
             if self.norms:
                 x = self.norms[i](x)

@@ -53,9 +53,10 @@ Choices and deviations from the reference ``s4d.py``
   either form.
 * Same arithmetic, other order: D u is added as the kernel's first tap (K + D δ, one
   convolution) and the FFT convolution has its backward written out (``CausalFFTConv``)
-  instead of autograd's through rfft/irfft; the reference's composition is kept as
-  ``S4DLayer.ssm_plain``, and tests/test_s4d_fast_path.py holds the two to float32
-  tolerance (outputs and every gradient).
+  instead of autograd's through rfft/irfft, and the layer can take and give MS4's
+  channels-last layout (B, L, H) directly; the reference's composition is kept as
+  ``S4DLayer.ssm_plain`` (``plain = True``), and tests/test_s4d_fast_path.py holds the
+  two to float32 tolerance (outputs and every gradient).
 """
 
 from __future__ import annotations
@@ -207,31 +208,40 @@ class CausalFFTConv(torch.autograd.Function):
 
     (the wrapped-around half lands in the zero padding, so both are exact). The batch
     sum of ∂K is taken before its inverse FFT: one (H, 2L) transform, not B. Saves U and
-    K̂, as autograd's product would. (B, H, L), (H, L) -> (B, H, L).
+    K̂, as autograd's product would. u (B, H, L), K (H, L) -> y (B, H, L); with
+    ``channels_last`` u, y and their gradients are (B, L, H), contiguous: the copy that
+    takes the first L of the 2L-long inverse transform makes the layout at no extra cost,
+    and every elementwise op after it (GELU's backward ~8x slower on a strided tensor on
+    CPU) and the GLU's matmul read contiguous memory.
     """
 
     @staticmethod
-    def forward(ctx, u: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        L = u.size(-1)
-        u_f = torch.fft.rfft(u, n=2 * L)  # (B, H, L+1)
+    def forward(ctx, u: torch.Tensor, k: torch.Tensor, channels_last: bool = False):
+        L = k.size(-1)
+        u_f = torch.fft.rfft(u.transpose(1, 2) if channels_last else u, n=2 * L)  # (B, H, L+1)
         k_f = torch.fft.rfft(k, n=2 * L)  # (H, L+1)
         ctx.save_for_backward(u_f, k_f)
-        # contiguous: the slice of the 2L-long result would make every later elementwise
-        # op strided (GELU's backward on it is ~8x slower on CPU)
-        return torch.fft.irfft(u_f * k_f, n=2 * L)[..., :L].contiguous()  # (B, H, L)
+        ctx.channels_last = channels_last
+        return _first_half(torch.fft.irfft(u_f * k_f, n=2 * L), L, channels_last)
 
     @staticmethod
-    def backward(ctx, g: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    def backward(ctx, g: torch.Tensor):
         u_f, k_f = ctx.saved_tensors
-        L = g.size(-1)
-        g_f = torch.fft.rfft(g, n=2 * L)  # (B, H, L+1)
+        L = k_f.size(-1) - 1
+        g_f = torch.fft.rfft(g.transpose(1, 2) if ctx.channels_last else g, n=2 * L)
         grad_u = grad_k = None
         if ctx.needs_input_grad[0]:
-            grad_u = torch.fft.irfft(g_f * k_f.conj(), n=2 * L)[..., :L].contiguous()
+            grad_u = _first_half(torch.fft.irfft(g_f * k_f.conj(), n=2 * L), L, ctx.channels_last)
         if ctx.needs_input_grad[1]:
             cross = (g_f * u_f.conj()).sum(0)  # (H, L+1): Σ_b G conj U (an einsum copies here)
             grad_k = torch.fft.irfft(cross, n=2 * L)[..., :L]  # (H, L)
-        return grad_u, grad_k
+        return grad_u, grad_k, None
+
+
+def _first_half(y: torch.Tensor, L: int, channels_last: bool) -> torch.Tensor:
+    """The first L steps of a (B, H, 2L) result, contiguous as (B, L, H) or (B, H, L)."""
+    y = y[..., :L]
+    return (y.transpose(1, 2) if channels_last else y).contiguous()
 
 
 @contextlib.contextmanager
@@ -270,11 +280,14 @@ class ChannelDropout(nn.Module):
             raise ValueError(f"dropout must be in [0, 1), got {p}")
         self.p = p
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, channels_last: bool = False) -> torch.Tensor:
         if not self.training or self.p == 0.0:
             return x
-        keep = torch.empty(x.shape[:-1] + (1,), device=x.device, dtype=x.dtype)  # (B, H, 1)
-        return x * keep.bernoulli_(1.0 - self.p) / (1.0 - self.p)
+        # (B, H, 1), or (B, 1, H) for a (B, L, H) tensor: the same draws either way
+        keep = torch.empty(x.shape[0], x.shape[2 if channels_last else 1], 1,
+                           device=x.device, dtype=x.dtype).bernoulli_(1.0 - self.p)  # fmt: skip
+        keep = keep.transpose(1, 2) if channels_last else keep
+        return x * keep / (1.0 - self.p)
 
     def extra_repr(self) -> str:
         return f"p={self.p}"
@@ -282,29 +295,40 @@ class ChannelDropout(nn.Module):
 
 class S4DLayer(nn.Module):
     """One S4D block: y = GELU(K * u + D u), then channel dropout. Input and output
-    (B, H, L)."""
+    (B, H, L), or (B, L, H) with ``channels_last`` (MS4's residual stream's layout).
+
+    ``plain = True`` (an attribute, for tests and benchmarks) computes it as the
+    reference composes it: ``ssm_plain`` on the (B, H, L) layout."""
 
     def __init__(
-        self, d_model: int, d_state: int = 64, dropout: float = 0.0, b_scales_step: bool = False
+        self,
+        d_model: int,
+        d_state: int = 64,
+        dropout: float = 0.0,
+        b_scales_step: bool = False,
+        channels_last: bool = False,
     ) -> None:
         super().__init__()
         self.d_model = d_model
         self.d_state = d_state
+        self.channels_last = channels_last
+        self.plain = False
         self.kernel = S4DKernel(d_model, d_state, b_scales_step=b_scales_step)
         self.D = nn.Parameter(torch.randn(d_model))  # (H) skip connection
         self.activation = nn.GELU()
         self.dropout = ChannelDropout(dropout) if dropout > 0 else nn.Identity()
 
-    def ssm(self, u: torch.Tensor) -> torch.Tensor:
-        """The linear part: causal convolution with K plus D u. (B, H, L) -> (B, H, L).
+    def ssm(self, u: torch.Tensor, channels_last: bool = False) -> torch.Tensor:
+        """The linear part: causal convolution with K plus D u. (B, H, L) -> (B, H, L), or
+        (B, L, H) -> (B, L, H) with ``channels_last``.
 
         D u is the convolution with D·δ, so it is folded into the kernel's first tap and
         the convolution runs as `CausalFFTConv` (its backward written out: see there).
         ``ssm_plain`` is the same arithmetic step by step through autograd."""
-        L = u.size(-1)
+        L = u.size(1 if channels_last else -1)
         k = self.kernel(L)  # (H, L)
         k = torch.cat([k[:, :1] + self.D.unsqueeze(-1), k[:, 1:]], dim=-1)  # K + D δ
-        return CausalFFTConv.apply(u, k)
+        return CausalFFTConv.apply(u, k, channels_last)
 
     def ssm_plain(self, u: torch.Tensor) -> torch.Tensor:
         """``ssm`` as autograd composes it (FFT, product, inverse FFT, then + D u): the
@@ -317,7 +341,18 @@ class S4DLayer(nn.Module):
         return y + u * self.D.unsqueeze(-1)
 
     def forward(self, u: torch.Tensor) -> torch.Tensor:
-        return self.dropout(self.activation(self.ssm(u)))
+        if self.plain:  # the reference's composition, on its (B, H, L) layout
+            cl = self.channels_last
+            y = self._dropout(
+                self.activation(self.ssm_plain(u.transpose(1, 2) if cl else u)), False
+            )
+            return y.transpose(1, 2) if cl else y
+        return self._dropout(self.activation(self.ssm(u, self.channels_last)), self.channels_last)
+
+    def _dropout(self, y: torch.Tensor, channels_last: bool) -> torch.Tensor:
+        if isinstance(self.dropout, nn.Identity):
+            return y
+        return self.dropout(y, channels_last)
 
     # --- streaming (inference): the same discretisation as the kernel, one step at a time
     def step_coefficients(self) -> tuple[torch.Tensor, torch.Tensor]:
