@@ -7,7 +7,7 @@ Variants (same MS4N network and weights; ``ssmbench.models.s4d``):
   batched matmul), the layer's fast path (``CausalFFTConv``, D folded into the kernel,
   MS4's channels-last layout in and out, the kernel computed once per batch) and
   the batch in micro-batches (``micro_batch_rows``: the largest power of two of rows whose
-  (rows, H, 2L) float32 FFT buffer fits 24 MiB, under glibc's mmap threshold);
+  (rows, H, 2L) float32 FFT buffer fits 12 MiB, well under glibc's 32 MiB mmap threshold);
 * ours-whole: the same on the whole batch at once (what the micro-batches add);
 * ours-plain: our kernel on the plain path (``S4DLayer.plain``: ``ssm_plain``, autograd
   through rfft/irfft, + D u, on the (B, H, L) layout; the whole batch): the network
@@ -49,7 +49,7 @@ from ssmbench.train.objective import Objective
 
 BATCH, C, K, H, N = 64, 3, 5, 64, 64
 #: the FFT buffer of a micro-batch stays under this (glibc's mmap threshold is 32 MiB)
-MICRO_BATCH_BYTES = 24 * 2**20
+MICRO_BATCH_BYTES = 12 * 2**20
 
 #: variant -> (kernel (kernel, L) -> K (H, L), layer path, micro-batched)
 VARIANTS = {
