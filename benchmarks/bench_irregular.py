@@ -11,8 +11,9 @@ Inputs (random values; the models' params.yaml entries as a run builds them):
   steps Δ are a few multiples of the grid step, as on the archive's time grid: LinODEnet
   computes one matrix exponential per distinct Δ of a batch), 30 % of the values observed
   (mask), a per-step regression (K = C, masked MSE): the official Physiome-ODE folds'
-  largest length (50 observed + 49 forecast steps) at LinODEnet's leaderboard batch. RFormer has no per-step output: it is timed with a pooled head
-  (K = C) and RFormer-drop's 10 windows (its base entry's 100 windows exceed L).
+  largest length (50 observed + 49 forecast steps) at LinODEnet's leaderboard batch.
+  RFormer has no per-step output: it is timed with a pooled head (K = C) and RFormer-drop's 10
+  windows (its base entry's 100 windows exceed L).
 
 A training step is zero_grad, forward, loss (+ Log-NCDE's Lip(2) penalty), backward and
 Adam's step. Each (input, model) runs in its own subprocess so that each peak memory is
@@ -150,8 +151,12 @@ def main(argv=None) -> int:
     ap.add_argument("--inputs", nargs="*", default=list(INPUTS), choices=list(INPUTS))
     ap.add_argument("--models", nargs="*", default=list(MODELS), choices=list(MODELS))
     ap.add_argument("--steps", type=int, default=3, help="timed steps after one warm-up")
-    ap.add_argument("--budget", type=float, default=120.0,
-                    help="stop timing a model after this many seconds (one step at least)")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=120.0,
+        help="stop timing a model after this many seconds (one step at least)",
+    )
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--one", nargs=2, metavar=("INPUT", "MODEL"), help=argparse.SUPPRESS)
     ap.add_argument("--json", help="also write the rows to this file")
@@ -164,8 +169,10 @@ def main(argv=None) -> int:
 
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {platform.node()} {os.cpu_count()} CPUs, "
           f"{args.threads} torch threads, float32, CPU")  # fmt: skip
-    header = (f"{'input':<11}{'model':<11}{'entry':<14}{'params':>9}{'step_s':>9}{'steps':>6}"
-              f"{'warmup_s':>9}{'step/MS4N':>10}{'rss_build':>10}{'peak':>8}{'step_mem':>9}")  # fmt: skip
+    header = (
+        f"{'input':<11}{'model':<11}{'entry':<14}{'params':>9}{'step_s':>9}{'steps':>6}"
+        f"{'warmup_s':>9}{'step/MS4N':>10}{'rss_build':>10}{'peak':>8}{'step_mem':>9}"
+    )
     print(header + "  (memory in MiB)")
     print("-" * len(header))
     rows = []
@@ -179,9 +186,11 @@ def main(argv=None) -> int:
                 print(f"{input_name:<11}{r['model']:<11}failed: {r['error']}")
                 continue
             ratio = f"{r['step_s'] / anchor:.1f}x" if anchor else "-"
-            print(f"{input_name:<11}{r['model']:<11}{r['entry']:<14}{r['params']:>9,}"
-                  f"{r['step_s']:>9.3f}{r['steps']:>6}{r['warmup_s']:>9.2f}{ratio:>10}"
-                  f"{_mib(r['rss_build']):>10}{_mib(r['peak']):>8}{_mib(r['step_mem']):>9}")  # fmt: skip
+            print(
+                f"{input_name:<11}{r['model']:<11}{r['entry']:<14}{r['params']:>9,}"
+                f"{r['step_s']:>9.3f}{r['steps']:>6}{r['warmup_s']:>9.2f}{ratio:>10}"
+                f"{_mib(r['rss_build']):>10}{_mib(r['peak']):>8}{_mib(r['step_mem']):>9}"
+            )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0 if all("error" not in r for r in rows) else 1

@@ -1,6 +1,6 @@
-"""Generate the Physiome-ODE datasets (the six of ssmbench.data.physiome) with the default (published) settings and print,
-per model, the seconds taken (compile, simulate, total), instances kept / dropped / failed
-and the prepared N, C, L.
+"""Generate the Physiome-ODE datasets (the six of ssmbench.data.physiome) with the default
+(published) settings and print, per model, the seconds taken (compile, simulate, total),
+instances kept / dropped / failed and the prepared N, C, L.
 
     .venv/bin/python benchmarks/bench_physiome.py [--n-instances N] [--models A B ...]
                                                   [--out DIR] [--seed S]

@@ -74,14 +74,16 @@ def check_mamba(device: torch.device, B: int, C: int, L: int, repeats: int) -> N
     from ssmbench.models.mamba_scan import fused_available
 
     fused = device.type == "cuda" and fused_available()
-    print(f"[1] Mamba fused vs pure PyTorch, B={B} C={C} L={L}: mamba-ssm "
-          f"{'importable' if fused_available() else 'NOT importable: fused path not checked'}")  # fmt: skip
+    print(
+        f"[1] Mamba fused vs pure PyTorch, B={B} C={C} L={L}: mamba-ssm "
+        f"{'importable' if fused_available() else 'NOT importable: fused path not checked'}"
+    )
     for name in ("Mamba1", "Mamba2"):
         model = _model(name, C, 4, L, device)
         x = torch.randn(B, C, L, device=device)
         y = torch.randint(0, 4, (B,), device=device)
         results = {}
-        for path in (["fused", "pure"] if fused else ["pure"]):
+        for path in ["fused", "pure"] if fused else ["pure"]:
             for mixer in model.mixers:
                 mixer.use_fused = path == "fused"
             run = _fwd_bwd(model, x, y)
@@ -94,7 +96,8 @@ def check_mamba(device: torch.device, B: int, C: int, L: int, repeats: int) -> N
             logits_f, grads_f, t_f = results["fused"]
             logits_p, grads_p, _ = results["pure"]
             scale = max(g.abs().max().item() for g in grads_p) or 1.0
-            grad_diff = max((a - b).abs().max().item() for a, b in zip(grads_f, grads_p)) / scale
+            pairs = zip(grads_f, grads_p, strict=True)
+            grad_diff = max((a - b).abs().max().item() for a, b in pairs) / scale
             line += (f", fused {t_f * 1e3:.1f} ms/step ({results['pure'][2] / t_f:.1f}x); "
                      f"max |Δ logits| {(logits_f - logits_p).abs().max().item():.2e}, "
                      f"max |Δ grad| / max |grad| {grad_diff:.2e}")  # fmt: skip
@@ -112,8 +115,11 @@ def check_convtran(device: torch.device, B: int, C: int, L: int, repeats: int) -
         dev_logits = on_device(x.to(device)).cpu()
     cpu_step = _timed(_fwd_bwd(model.train(), x, y), torch.device("cpu"), 1)
     dev_step = _timed(_fwd_bwd(on_device.train(), x.to(device), y.to(device)), device, repeats)
-    print(f"    max |Δ logits| {(dev_logits - cpu_logits).abs().max().item():.2e}; "
-          f"step: cpu {cpu_step * 1e3:.0f} ms, {device.type} {dev_step * 1e3:.1f} ms", flush=True)  # fmt: skip
+    print(
+        f"    max |Δ logits| {(dev_logits - cpu_logits).abs().max().item():.2e}; "
+        f"step: cpu {cpu_step * 1e3:.0f} ms, {device.type} {dev_step * 1e3:.1f} ms",
+        flush=True,
+    )
 
 
 def check_epochs(device: torch.device, N: int, C: int, L: int, batch: int) -> None:

@@ -10,19 +10,17 @@ its checks on this family meanwhile.)"""
 from __future__ import annotations
 
 import copy
+import json
 import math
+from importlib import resources
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.func import jvp, vmap
-
-import json
-from importlib import resources
-
 import yaml
 from conftest import REPO
+from torch.func import jvp, vmap
 
 import ssmbench.models.logncde as logncde
 import ssmbench.models.logsignature as logsignature

@@ -395,8 +395,11 @@ def test_irregular_time_baselines_through_the_workflow(tmp_path):
         suite["benchmarks"] = {"uea6": ["BasicMotions"], "uea_drop": ["BasicMotionsDrop"],
                                "physiome": ["HodgkinHuxley1952"]}  # fmt: skip
         suite["models"] = ["LogNCDE"]
-        suite["benchmark_models"] = {"uea6": ["LogNCDE", "RFormer"],
-                                     "uea_drop": ["RFormer-drop"], "physiome": ["LinODEnet"]}  # fmt: skip
+        suite["benchmark_models"] = {
+            "uea6": ["LogNCDE", "RFormer"],
+            "uea_drop": ["RFormer-drop"],
+            "physiome": ["LinODEnet"],
+        }
         suite["folds"] = [0]
         suite["overrides"] = {"max_epochs": 2}
         suite["model_overrides"].pop("TIDES-physio")

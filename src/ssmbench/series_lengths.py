@@ -66,9 +66,7 @@ def length_problems(params: dict, suite: str | None = None) -> list[str]:
             where = f"models.{job.model}"
             if job.dataset in (params["models"][job.model].get("dataset_params") or {}):
                 where += f".dataset_params.{job.dataset}"
-            problems.append(
-                f"{where} on {job.benchmark}/{job.dataset} (L = {length}): {problem}"
-            )
+            problems.append(f"{where} on {job.benchmark}/{job.dataset} (L = {length}): {problem}")
     return problems
 
 

@@ -34,6 +34,7 @@ __all__ = ["CLIP_TOLERANCE", "LogODESchedule", "heun", "log_ode_schedule"]
 #: diffrax's float32 tolerance for clipping the last step to t1 (``_clip_to_end``).
 CLIP_TOLERANCE = 1e-6
 
+
 @dataclass(frozen=True)
 class LogODESchedule:
     """The reference's Heun steps over the log-signature intervals of a series of L samples.
@@ -111,4 +112,3 @@ def heun(step_fn, y0: torch.Tensor, coefficients, states: list | None = None) ->
         if states is not None:
             states.append(y)
     return y
-

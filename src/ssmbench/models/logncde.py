@@ -165,7 +165,6 @@ def _upper_flat_index(n_channels: int, device: torch.device) -> torch.Tensor:
     return (a * n_channels + b).to(device)
 
 
-
 def reference_time_channel(
     batch: int, length: int, steps: torch.Tensor | None, like: torch.Tensor
 ) -> torch.Tensor:
@@ -178,8 +177,6 @@ def reference_time_channel(
         raise ValueError(f"steps must be (B, L) = {(batch, length)}, got {tuple(steps.shape)}")
     steps = steps.to(like.dtype)
     return (torch.cumsum(steps, dim=1) - steps[:, :1]) / length
-
-
 
 
 # ------------------------------------------------------------------------- vector field

@@ -61,6 +61,7 @@ LOGSIG_BACKENDS = ("pysiglib", "torch")
 #: pysiglib's log-signature method: at depth <= 2 the reference's Hall basis (see above).
 PYSIGLIB_METHOD = 1
 
+
 def logsig_dim(n_channels: int, depth: int) -> int:
     """Coordinates of a depth-``depth`` log-signature of a ``n_channels``-dimensional path:
     d, or d + d(d - 1)/2 (the Hall basis's letters and brackets [e_a, e_b], a < b)."""
@@ -75,7 +76,6 @@ def hall_pairs(n_channels: int) -> tuple[torch.Tensor, torch.Tensor]:
     Lévy area A_{a_m b_m}. (Cached CPU tensors: do not modify.)"""
     a, b = torch.triu_indices(n_channels, n_channels, offset=1)
     return a, b
-
 
 
 def check_depth(depth) -> None:
@@ -183,7 +183,6 @@ def windowed_logsignature(
         return out.to(device=path.device, dtype=path.dtype)
 
 
-
 class LogSignatureCache:
     """Per-series log-signatures: ``get(path, depth, stepsize)`` returns
     ``windowed_logsignature(path, depth, stepsize)`` (B, W, D), computing only the series not
@@ -237,7 +236,7 @@ class LogSignatureCache:
         self.entries.clear()
         self.nbytes = 0
 
-    def __deepcopy__(self, memo) -> "LogSignatureCache":
+    def __deepcopy__(self, memo) -> LogSignatureCache:
         return LogSignatureCache(self.max_bytes)
 
     def __getstate__(self) -> dict:

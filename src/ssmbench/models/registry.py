@@ -4,7 +4,6 @@ what kind of model it is. The family table itself is ``families.FAMILIES``."""
 from __future__ import annotations
 
 import inspect
-
 from collections.abc import Mapping
 from typing import Any
 

@@ -9,8 +9,9 @@ the Log-NCDE benchmark's S5 and Log-NCDE (error = 1 − accuracy), and on Physio
 ``LinODEnet`` (``PHYSIOME_PUBLISHED_AS``) against the leaderboard's LinODENet column.
 
 Of the Physiome-ODE leaderboard's six only LinODENet is reimplemented here. What a
-researcher asks of the other runs is whether they beat the state of the art: ``leaderboard_comparison`` sets each model of ours, on each official
-dataset, beside the leaderboard's best there, and where it would place among the six.
+researcher asks of the other runs is whether they beat the state of the art:
+``leaderboard_comparison`` sets each model of ours, on each official dataset, beside the
+leaderboard's best there, and where it would place among the six.
 Each of our models is shown, not our best per dataset, which would be picked on the test
 sets. The generated stand-ins (benchmark ``physiome``) are not the leaderboard's test sets
 and are not compared (``physiome_table``).
@@ -37,9 +38,6 @@ from .physiome_table import (
     DECIMALS as PHYSIOME_DECIMALS,
 )
 from .physiome_table import (
-    PUBLISHED_AS as PHYSIOME_TABLE_PUBLISHED_AS,
-)
-from .physiome_table import (
     GENERATED_BENCHMARK,
     OFFICIAL,
     OFFICIAL_BENCHMARK,
@@ -47,6 +45,9 @@ from .physiome_table import (
     PUBLISHED_MODELS,
     load_published_physiome,
     printed,
+)
+from .physiome_table import (
+    PUBLISHED_AS as PHYSIOME_TABLE_PUBLISHED_AS,
 )
 from .reference import load_published_uea6
 from .results import PER_DATASET_COLUMNS

@@ -6,8 +6,9 @@ rank.
 Ours and theirs are over the same protocol (``docs/uea6_protocol.md``) but not the same
 split rows (their permutation is JAX's). A model of ours that reimplements one of theirs
 (``PUBLISHED_AS``: ``S5-logncde`` is their S5 with their per-dataset configuration,
-``LogNCDE`` their Log-NCDE with theirs) has its published column beside it. Ranks (1 = best) are over every column of the table on
-the datasets all of them have; population std over the seeds, as the published one.
+``LogNCDE`` their Log-NCDE with theirs) has its published column beside it. Ranks (1 =
+best) are over every column of the table on the datasets all of them have; population std over the
+seeds, as the published one.
 
 No critical-difference diagram is drawn for UEA-6: over 6 datasets a rank test cannot
 separate many models. The Markdown says by how much (``nemenyi_critical_difference``:
