@@ -109,7 +109,11 @@ def install(python: str, target: str, installer: str = "auto") -> str:
             if uv is None:
                 raise Unsupported("uv is not on PATH and pip could not install it")
             version = subprocess.run([uv, "--version"], capture_output=True, text=True).stdout
-            cmd = [uv, "pip", "install", "--quiet", "--python", python, *args, "-e", target]
+            # --compile-bytecode: pip writes the .pyc files at install and uv does not; where
+            # Python may not write them itself (PYTHONDONTWRITEBYTECODE, read-only venvs)
+            # every process would compile torch's sources again (~10 s per training job)
+            cmd = [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", python,
+                   *args, "-e", target]  # fmt: skip
             if subprocess.run(cmd, env={**os.environ, **env}).returncode == 0:
                 return version.strip() or "uv"
             raise Unsupported(f"`{' '.join(cmd)}` failed (its output is above)")
