@@ -573,7 +573,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from ssmbench.config import ConfigError
     from ssmbench.data.errors import DataError
-    from ssmbench.report.aggregate import RecordError
+    from ssmbench.report.errors import RecordError
     from ssmbench.search_space import SearchError
 
     try:

@@ -9,7 +9,7 @@ from importlib import import_module
 
 #: public name -> the module of this package that defines it
 _EXPORTS = {
-    "RecordError": "aggregate",
+    "RecordError": "errors",
     "collect_records": "aggregate",
     "summarise": "aggregate",
     "summary_frame": "aggregate",

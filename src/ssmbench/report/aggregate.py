@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from ssmbench.io import atomic_write, atomic_write_text
+from ssmbench.report.errors import RecordError
 from ssmbench.train.records import PROVENANCE_KEYS
 
 #: Key order of a run record (docs/contracts.md); metrics.csv columns follow it, less
@@ -101,10 +102,6 @@ SUMMARY_DECIMALS = 6
 
 _RECORD_NAME = re.compile(r"^fold(\d+)\.json$")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-class RecordError(ValueError):
-    """A run record that cannot be used; the message names the file."""
 
 
 def iter_record_paths(runs_dir: str | os.PathLike) -> list[Path]:
