@@ -261,3 +261,17 @@ def test_x_is_read_into_memory_by_training_only(project):
     assert isinstance(blocks.data.train_X(), BlockReader)
     rows = np.sort(blocks.data.train_idx[:9])
     assert np.array_equal(blocks.data.train_X()[rows], X[rows])
+
+
+def test_a_block_around_a_test_fold_reads_its_own_rows_only(tmp_path):
+    """Training rows on both sides of a contiguous test fold: the block that straddles it
+    is read run by run, so no read (nor buffer) holds the fold's rows."""
+    X = np.random.default_rng(2).standard_normal((10_000, 2, 5)).astype(np.float32)
+    np.save(tmp_path / "X.npy", X)
+    rows = np.r_[np.arange(0, 50), np.arange(9_950, 10_000)]  # rows 50..9,949: a test fold
+    reader = BlockReader(tmp_path / "X.npy", rows, block_rows=64, cache_blocks=4)
+    for batch in (rows[:30], rows[40:70], rows[60:]):
+        assert np.array_equal(reader[batch], X[batch])
+    assert reader.bytes_read == len(rows) * X[0].nbytes  # each row once, no fold row
+    assert reader.max_span <= 2 * 64
+    reader.close()

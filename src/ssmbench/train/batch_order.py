@@ -41,6 +41,9 @@ DEFAULT_READING = {"in_memory_max_gb": 4.0, "block_mb": 4.0, "buffer_blocks": 32
 MEMORY, BLOCKS = "memory", "blocks"
 #: threads reading a window's blocks at once (requests in flight; the GIL is released)
 READ_THREADS = 4
+#: a block whose file span is more than this many times its own rows (a test fold lying
+#: between its training rows) is read run by run, not as one span
+MAX_SPAN_FACTOR = 2
 GB, MB = 1e9, 1 << 20
 
 
@@ -163,9 +166,12 @@ class BlockReader:
     at a time: block b is ``rows[b*block_rows : (b+1)*block_rows]``, read with one
     ``os.pread`` of the file span from its first to its last row (rows of other splits in
     between included) into a cache of at most ``cache_blocks`` blocks (least recently
-    used dropped first; a batch needing more keeps them all until the next one). Indexing
-    with sorted rows (as ``iterate_batches`` does) gives the rows' array, like ``X[rows]``.
-    No memory map: nothing here enters the process's RSS but the cache."""
+    used dropped first; a batch needing more keeps them all until the next one). A block
+    whose span is more than MAX_SPAN_FACTOR times its rows (a contiguous test fold between
+    its training rows) is read run of consecutive rows by run instead, into a buffer of
+    its own rows only, so no block reads or holds more than that. Indexing with sorted
+    rows (as ``iterate_batches`` does) gives the rows' array, like ``X[rows]``. No memory
+    map: nothing here enters the process's RSS but the cache."""
 
     def __init__(self, path: str | os.PathLike, rows: np.ndarray, block_rows: int,
                  cache_blocks: int, threads: int = READ_THREADS):  # fmt: skip
@@ -184,7 +190,10 @@ class BlockReader:
         starts = self.rows[:: self.block_rows]
         ends = self.rows[np.minimum(np.arange(len(starts)) * self.block_rows + self.block_rows,
                                     len(self.rows)) - 1]  # fmt: skip
-        self.max_span = int((ends - starts).max()) + 1 if len(starts) else 1
+        spans = ends - starts + 1
+        # spans read whole, bounded; a block beyond the bound is read run by run
+        self.max_span = int(min(spans.max(), MAX_SPAN_FACTOR * self.block_rows)) if len(
+            starts) else 1  # fmt: skip
         self._free: list[np.ndarray] = []
         self._pool: ThreadPoolExecutor | None = None
         self.bytes_read = 0
@@ -231,18 +240,31 @@ class BlockReader:
             return self._free.pop()
         return np.empty((self.max_span, *self.row_shape), dtype=self.dtype)
 
-    def _read_block(self, b: int, buffer: np.ndarray) -> tuple[int, np.ndarray]:
-        first, last = self._rows_of(b)
-        out = buffer[: last - first + 1]
+    def _pread(self, out: np.ndarray, first_row: int) -> None:
+        """File rows first_row.. into ``out`` (contiguous), as many as it holds."""
         view = memoryview(out).cast("B")
-        start, done, fd = self.offset + first * self.row_bytes, 0, self._open()
+        start, done, fd = self.offset + first_row * self.row_bytes, 0, self._open()
         while done < len(view):
             got = os.preadv(fd, [view[done:]], start + done)
             if got <= 0:
                 raise OSError(f"{self.path}: short read at byte {start + done}")
             done += got
         self.bytes_read += done
-        return first, out
+
+    def _read_block(self, b: int, buffer: np.ndarray) -> tuple[int | np.ndarray, np.ndarray]:
+        """(first file row, the span) for a block read whole; (its rows, their values) for
+        one read run by run."""
+        first, last = self._rows_of(b)
+        if last - first + 1 <= len(buffer):
+            out = buffer[: last - first + 1]
+            self._pread(out, first)
+            return first, out
+        rows = self.rows[b * self.block_rows : (b + 1) * self.block_rows]
+        out = buffer[: len(rows)]
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1  # where a run of consecutive rows ends
+        for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, len(rows)], strict=True):
+            self._pread(out[lo:hi], int(rows[lo]))
+        return rows, out
 
     def __getitem__(self, batch) -> np.ndarray:
         batch = np.asarray(batch, dtype=np.int64)
@@ -276,5 +298,8 @@ class BlockReader:
             first, block, _ = self.cache[int(b)]
             self.cache.move_to_end(int(b))
             sel = blocks == b
-            out[sel] = block[batch[sel] - first]
+            at = (
+                batch[sel] - first if isinstance(first, int) else np.searchsorted(first, batch[sel])
+            )
+            out[sel] = block[at]
         return out
