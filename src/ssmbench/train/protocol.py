@@ -202,6 +202,7 @@ class _FoldData:
     into_memory: bool = True
     X_memory: np.ndarray | None = None
     _train_reader: Any = None
+    _eval_readers: dict = field(default_factory=dict)  # row set's bytes -> its BlockReader
 
     def _in_memory(self) -> np.ndarray | None:
         """X in memory (read on the first call), or None when it is not read so."""
@@ -226,11 +227,17 @@ class _FoldData:
         return self.dataset.X
 
     def rows_X(self, rows):
-        """X as an evaluation over ``rows`` (read in sorted order) reads it."""
+        """X as an evaluation over ``rows`` (read in sorted order) reads it; in block mode
+        one reader per row set (validation every epoch reuses its reader and threads)."""
         if self._in_memory() is not None:
             return self.X_memory
         if self.reading is not None and self.reading.mode == BLOCKS:
-            return BlockReader(self.dataset.path / "X.npy", rows, self.reading.block_rows, 2)
+            key = np.asarray(rows, dtype=np.int64).tobytes()
+            if key not in self._eval_readers:
+                self._eval_readers[key] = BlockReader(
+                    self.dataset.path / "X.npy", rows, self.reading.block_rows, 2
+                )
+            return self._eval_readers[key]
         return self.dataset.X
 
     def target_var(self, rows) -> float | None:
