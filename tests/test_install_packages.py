@@ -76,4 +76,3 @@ def test_the_makefile_installs_through_the_script():
     modules = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     modules |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
     assert {m.split(".")[0] for m in modules} <= set(sys.stdlib_module_names) | {"__future__"}
-

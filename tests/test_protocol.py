@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -264,3 +266,19 @@ def test_an_optim_hint_the_optimizer_does_not_take_is_refused():
     layer.weight._optim = {"weight_dacay": 0.0}
     with pytest.raises(ValueError, match="weight_dacay"):
         build_optimizer(layer, {"optimizer": "adam", "lr": 1e-3})
+
+
+def test_seeding_makes_cpu_ops_deterministic_without_importing_the_compiler():
+    """Every run is deterministic on CPU (nondeterminism an error), and seeding does not
+    import torch._inductor (1.5 s of every job) to get there."""
+    code = (
+        "import sys, torch; from ssmbench.train.protocol import seed_everything; "
+        "seed_everything(3); "
+        "print(torch.are_deterministic_algorithms_enabled(), "
+        "torch.is_deterministic_algorithms_warn_only_enabled(), "
+        "'torch._inductor' in sys.modules, torch.initial_seed())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    ).stdout.split()
+    assert out == ["True", "False", "False", "3"]

@@ -83,6 +83,15 @@ def test_a_dataset_of_unknown_size_takes_the_last_class(params):
     assert TrainResources(params).size_class("drop_copy", "BasicMotionsDrop") == "xl"
 
 
+def test_runs_on_larger_datasets_start_first(params):
+    params["benchmarks"]["uea"]["datasets"].append("NotInTheCatalog")
+    resources = TrainResources(params)
+    # 10 log10 of 48,000 and 222,720 values; unknown: first, as the largest
+    assert resources.priority("uea", "BasicMotions") == 47
+    assert resources.priority("uea", "JapaneseVowels") == 53
+    assert resources.priority("uea", "NotInTheCatalog") > resources.priority("monster", "S2Agri-17")
+
+
 def test_string_resources_are_declared_only_when_an_entry_sets_them(params):
     resources = TrainResources(params)
     assert resources.sets("gpu_model") and not resources.sets("slurm_extra")

@@ -52,6 +52,9 @@ def test_snakemake_tiny_suite_end_to_end(tmp_path):
 
     dry = run([snakemake, "-n", "--cores", "2"], project, env)
     assert "train" in dry and "report" in dry
+    # each train job carries its priority: the larger dataset's runs start first
+    jobs = re.findall(r"rule train:.*?dataset=(\w+).*?priority: (\d+)", dry, re.S)
+    assert sorted(set(jobs)) == [("BasicMotions", "47"), ("JapaneseVowels", "53")], dry
 
     run([snakemake, "--cores", "2"], project, env)
 

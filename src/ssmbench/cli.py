@@ -298,13 +298,14 @@ def _record_path(args, params, job) -> Path:
 
 def cmd_report(args) -> int:
     from ssmbench.config import model_entry, suite_grid, suite_models
-    from ssmbench.report.build import build_published, build_report
     from ssmbench.report.outputs import report_outputs
 
     params = _params(args)
     paths = params["paths"]
     _log_to_stderr()
     if args.published:
+        from ssmbench.report.build import build_published
+
         for name, path in build_published(paths["results"], params["report"]).items():
             print(f"{name}: {path}")
         return 0
@@ -320,6 +321,9 @@ def cmd_report(args) -> int:
                     raise FileNotFoundError(f"{output.path}: not written yet (ssmbench report)")
                 print(f"{output.path}:\n\n{output.path.read_text(encoding='utf-8')}")
         return 0
+    # pandas and matplotlib (4 s): only for building
+    from ssmbench.report.build import build_report
+
     written = build_report(
         runs_dir=paths["runs"],
         results_dir=paths["results"],

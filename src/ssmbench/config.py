@@ -24,6 +24,8 @@ from ssmbench.staleness import EXECUTION_KEYS, training_code_digest
 
 # The schema ships inside the package; workflow/schemas/params.schema.yaml links to it.
 SCHEMA_PATH = Path(__file__).with_name("params.schema.yaml")
+#: libyaml's safe loader (6x PyYAML's on params.yaml, read by every job), where PyYAML has it
+FAST_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # Keys a suite's `overrides` may change: the protocol and per-benchmark settings.
 PROTOCOL_KEYS = {
@@ -230,18 +232,16 @@ def read_params(path: str | Path = "params.yaml") -> dict:
             f"{path}: no such params file; run from the project root or pass --params"
         )
     text = path.read_text()
-    loader = yaml.SafeLoader(text)
     try:
-        node = loader.get_single_node()
-        if node is not None:
-            _refuse_duplicate_keys(node, path)
-        params = loader.construct_document(node) if node is not None else None
-    except yaml.MarkedYAMLError as exc:
-        raise ConfigError(_yaml_error_message(path, text, exc)) from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    finally:
-        loader.dispose()
+        node, params = _load_checked(text, path, FAST_SAFE_LOADER)
+    except yaml.YAMLError:
+        # libyaml and PyYAML word errors differently: the message is PyYAML's
+        try:
+            node, params = _load_checked(text, path, yaml.SafeLoader)
+        except yaml.MarkedYAMLError as exc:
+            raise ConfigError(_yaml_error_message(path, text, exc)) from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     expected = "expected a mapping with keys " + ", ".join(_required_top_keys())
     if params is None:
         raise ConfigError(f"{path}: empty; {expected}")
@@ -253,8 +253,26 @@ def read_params(path: str | Path = "params.yaml") -> dict:
     return params
 
 
+def _load_checked(text: str, path: Path, loader_class) -> tuple[yaml.Node | None, object]:
+    """The document's node and value, its keys checked for duplicates first (building the
+    value merges ``<<`` keys into their mappings' nodes)."""
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, None
+        _refuse_duplicate_keys(node, path)
+        return node, loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def _required_top_keys() -> list[str]:
-    return list(yaml.safe_load(SCHEMA_PATH.read_text())["required"])
+    return list(_schema()["required"])
+
+
+def _schema() -> dict:
+    return yaml.load(SCHEMA_PATH.read_text(), Loader=FAST_SAFE_LOADER)
 
 
 def _yaml_error_message(path: Path, text: str, exc: yaml.MarkedYAMLError) -> str:
@@ -304,12 +322,12 @@ def _refuse_duplicate_keys(root: yaml.Node, path: Path) -> None:
 
 
 def validate_schema(params: dict, source: str = "params.yaml") -> None:
-    import jsonschema
-
     """Check params.yaml's shape against the JSON Schema. Raises ConfigError with one line
     per problem, each naming its dotted path; an unknown key is named by its own path
     (``protocol.learning_rate: unknown key (allowed: ...)``)."""
-    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    import jsonschema
+
+    schema = _schema()
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(params), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:

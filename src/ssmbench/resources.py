@@ -7,6 +7,9 @@ exceed; a dataset of unknown size takes the last class. A run's resources are th
 (last wins). A retried job asks for more: attempt x ``mem_mb`` and ``runtime``. Runs of a
 size class with ``group: true`` share SLURM jobs (group ``train_<class>``).
 
+Runs are started largest dataset first (`TrainResources.priority`): with a fixed number of
+cores, a long run started last keeps the others' cores idle while it finishes alone.
+
 The workflow's rule `train` (workflow/rules/train.smk) asks `TrainResources` for each of
 its resources, threads and group; `ssmbench check` runs `check_train_resources`.
 """
@@ -14,6 +17,7 @@ its resources, threads and group; `ssmbench check` runs `check_train_resources`.
 from __future__ import annotations
 
 import functools
+import math
 
 from ssmbench.config import ConfigError
 
@@ -24,6 +28,9 @@ SCALED_KEYS = ("mem_mb", "runtime")
 #: string resources: declared by the rule only when an entry sets them (an empty
 #: gpu_model or slurm_extra is not passed on)
 STRING_KEYS = ("gpu_model", "slurm_extra")
+#: the priority of a run on a dataset of unknown size: first, as if it were the largest
+#: (10 log10 N x C x L is at most ~110 for the catalog's datasets)
+UNKNOWN_SIZE_PRIORITY = 200
 
 
 @functools.cache
@@ -76,13 +83,17 @@ class TrainResources:
         self.size_classes = list(self._train["sizes"])
         self._resolved: dict[tuple[str, str, str], dict] = {}
 
-    def size_class(self, benchmark: str, dataset: str) -> str:
-        """The first class whose max_values the dataset's catalog N x C x L does not
-        exceed; a dataset of unknown size (or not in the catalog) takes the last class."""
+    def values(self, benchmark: str, dataset: str) -> int | None:
+        """The dataset's catalog N x C x L; None where unknown (or not in the catalog)."""
         # the catalog knows a dataset under its benchmark (physiome_ode's 50) or its source
         source = self._benchmarks[benchmark].get("source", benchmark)
         sizes = catalog_values()
-        values = sizes.get((benchmark, dataset), sizes.get((source, dataset)))
+        return sizes.get((benchmark, dataset), sizes.get((source, dataset)))
+
+    def size_class(self, benchmark: str, dataset: str) -> str:
+        """The first class whose max_values the dataset's catalog N x C x L does not
+        exceed; a dataset of unknown size (or not in the catalog) takes the last class."""
+        values = self.values(benchmark, dataset)
         if values is not None:
             for name in self.size_classes:
                 limit = self._train["sizes"][name].get("max_values")
@@ -111,6 +122,15 @@ class TrainResources:
         An unset resource is 0, an unset string resource ''."""
         value = self.of(benchmark, dataset, model).get(key, "" if key in STRING_KEYS else 0)
         return value * attempt if key in SCALED_KEYS else value
+
+    def priority(self, benchmark: str, dataset: str) -> int:
+        """Snakemake's priority of a run (higher starts first): round(10 log10 N x C x L),
+        so that runs on larger datasets start first. An integer: Snakemake's ILP scheduler
+        puts priority before core load only for differences of 1 or more."""
+        values = self.values(benchmark, dataset)
+        if values is None:
+            return UNKNOWN_SIZE_PRIORITY
+        return round(10 * math.log10(max(values, 1)))
 
     def group(self, benchmark: str, dataset: str) -> str | None:
         """``train_<class>`` for a run whose size class has group: true, else None."""

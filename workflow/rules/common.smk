@@ -209,6 +209,11 @@ def train_threads(wildcards):
     return TRAIN_RESOURCES.value("threads", wildcards.benchmark, wildcards.dataset, wildcards.model)
 
 
+def run_priority(wildcards):
+    """Larger datasets first (ssmbench.resources.TrainResources.priority)."""
+    return TRAIN_RESOURCES.priority(wildcards.benchmark, wildcards.dataset)
+
+
 def train_group(wildcards):
     """Runs of a size class with group: true share SLURM jobs (group train_<class>);
     `group-components: train_<class>=N` in the slurm profile puts N runs in one job.

@@ -19,6 +19,7 @@ rule train:
     params:
         cli=cli(),
     threads: train_threads
+    priority: run_priority
     resources:
         # per run from params.yaml resources.train (size class, model, attempt)
         mem_mb=train_resource("mem_mb"),

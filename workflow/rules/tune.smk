@@ -14,6 +14,7 @@ rule tune:
     params:
         cli=cli(),
     threads: tune_threads
+    priority: run_priority
     resources:
         # a training job's resources (params.yaml resources.train), runtime x the budget
         mem_mb=tune_resource("mem_mb"),
