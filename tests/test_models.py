@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from ssmbench.complexity import count_params, mmac
+from ssmbench.complexity import AUTO_CPU_MAX_LENGTH, count_params, mmac
 from ssmbench.models import (
     FAMILIES,
     MS4Classifier,
@@ -280,6 +280,19 @@ def test_mmac_prints_nothing_and_leaves_model_alone(capsys):
     assert not any(hasattr(m, "__flops__") for m in model.modules())
     for k, v in model.state_dict().items():
         assert torch.equal(v, before[k])
+
+
+@pytest.mark.parametrize("length", [100, AUTO_CPU_MAX_LENGTH + 1])
+def test_mmac_auto_device_counts_as_meta_and_keeps_the_random_state(length):
+    """ "auto" (the CPU up to AUTO_CPU_MAX_LENGTH, else meta) gives the meta pass's count;
+    a run's random stream is the same with or without the count before it."""
+    model = build_model("MS4N", 3, 4, length, {**MODELS["MS4N"], "dropout": 0.1})
+    for convention in ("paper", "full"):
+        state = torch.get_rng_state()
+        auto = mmac(model, 3, length, convention=convention)
+        assert torch.equal(torch.get_rng_state(), state)
+        assert auto == mmac(model, 3, length, device="meta", convention=convention)
+        assert auto == mmac(model, 3, length, device="cpu", convention=convention)
 
 
 def test_mmac_value_ms4n():

@@ -70,6 +70,10 @@ def s4d_layer_macs(batch: int, d_model: int, d_state: int, length: int) -> int:
 
 
 CONVENTIONS = ("paper", "full")
+#: the longest series that `mmac(device="auto")` counts by a real forward pass of one
+#: sample on the CPU (milliseconds at this length); longer ones go to the meta device,
+#: whose first use in a process costs ~1.5 s of set-up but no memory or arithmetic
+AUTO_CPU_MAX_LENGTH = 1024
 
 
 def _bhl(module: S4DLayer, x: torch.Tensor) -> tuple[int, int, int]:
@@ -104,20 +108,24 @@ def mmac(
     model: nn.Module,
     n_channels: int,
     length: int,
-    device: str = "cpu",
+    device: str = "auto",
     convention: str = "paper",
 ) -> float:
     """Millions of MACs for one forward pass of one sample (1, C, L); prints nothing.
 
-    Works on a deep copy of ``model`` (ptflops attaches hooks and switches to eval mode).
-    ``device="meta"`` runs the pass on PyTorch's meta device: shapes only, no memory or
-    arithmetic, so a long input (MONSTER's AudioMNIST, L = 47,998) through a quadratic
-    attention costs nothing. The hooks count from shapes, so the figure is the same.
+    Works on a deep copy of ``model`` (ptflops attaches hooks and switches to eval mode),
+    with the global random state restored after. ``device="meta"`` runs the pass on
+    PyTorch's meta device: shapes only, no memory or arithmetic, so a long input
+    (MONSTER's AudioMNIST, L = 47,998) through a quadratic attention costs nothing. The
+    hooks count from shapes, so the figure is the same on either device. ``"auto"``: the
+    CPU up to ``AUTO_CPU_MAX_LENGTH`` steps, else meta.
     """
     from ptflops import get_model_complexity_info
 
     if convention not in CONVENTIONS:
         raise ValueError(f"convention {convention!r} is not one of {CONVENTIONS}")
+    if device == "auto":
+        device = "cpu" if length <= AUTO_CPU_MAX_LENGTH else "meta"
     s4d_hook = _s4d_layer_hook_paper if convention == "paper" else _s4d_layer_hook
     work = copy.deepcopy(model).to(device)
     dtype = next((p.dtype for p in work.parameters() if p.is_floating_point()), torch.float32)
@@ -142,7 +150,12 @@ def mmac(
     ]
 
     sink = io.StringIO()
-    with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink), torch.no_grad():
+    with (
+        contextlib.redirect_stdout(sink),
+        contextlib.redirect_stderr(sink),
+        torch.no_grad(),
+        torch.random.fork_rng(devices=[]),
+    ):
         macs, _ = get_model_complexity_info(
             work,
             (n_channels, length),

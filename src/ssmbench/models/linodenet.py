@@ -152,9 +152,10 @@ are tensor operations (as in the reference) and are not counted. ``"full"`` adds
 step: exp(A Δ) ẑ (N²), the LinearFilter's A and B (2 H²) and each NonLinearFilter's A and B
 (2 H²), plus the element-wise work of the filters (≈ 6 H each); the matrix exponentials
 themselves are not counted (as no family counts its exponentials). On the meta device (how
-the runs count) the forward pass evaluates one step on all L·B rows at once: ptflops counts
-a Linear per row, so the figure is the loop's (tests hold meta and CPU equal) at a fraction
-of the meta device's per-operation cost (≈ 20 ms per step and operation chain otherwise).
+runs on series longer than ``complexity.AUTO_CPU_MAX_LENGTH`` count) the forward pass
+evaluates one step on all L·B rows at once: ptflops counts a Linear per row, so the
+figure is the loop's (tests hold meta and CPU equal) at a fraction of the meta device's
+per-operation cost (≈ 20 ms per step and operation chain otherwise).
 
 Training settings of the leaderboard (``experiments/training/train_linodenet.py``)
 ----------------------------------------------------------------------------------

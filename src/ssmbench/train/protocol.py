@@ -349,8 +349,8 @@ class _DeepTraining:
         self.n_params = count_params(self.model)
         # "paper": counted as the MS4N paper's tables count (comparable with them); "full":
         # with the S4D convolution (ssmbench.complexity explains both).
-        self.mmac = mmac(self.model, n_channels, length, device="meta", convention="paper")
-        self.mmac_full = mmac(self.model, n_channels, length, device="meta", convention="full")
+        self.mmac = mmac(self.model, n_channels, length, convention="paper")
+        self.mmac_full = mmac(self.model, n_channels, length, convention="full")
         self.model.to(run.device)
         if self.data.steps_source == self.data.dataset.STEPS_UNIT:
             self.log(
