@@ -176,8 +176,11 @@ class S4DKernel(nn.Module):
         Ā^l = Ā^{m i} Ā^j and K[h, m i + j] = 2 Re Σ_n (W_n Ā_n^{m i}) Ā_n^j, a batched
         (q x N/2) @ (N/2 x m) product per channel. Only H·N/2·(m + q) ≈ 2 H·N/2·sqrt(L)
         exponentials are needed instead of H·N/2·L, and the contraction is one real batched
-        matmul, using Re(x y) = Re x Re y − Im x Im y. Equal to ``vandermonde`` up to float
-        rounding; 10-60x faster forward+backward on CPU for L = 1e3..1e4.
+        matmul, using Re(x y) = Re x Re y − Im x Im y. The exponentials are taken in polar
+        form, e^{a + ib} = e^a (cos b + i sin b) (``torch.polar``): PyTorch's complex exp is
+        not vectorised on CPU (4-5x slower for the same numbers, up to float rounding).
+        Equal to ``vandermonde`` up to float rounding; 10-60x faster forward+backward on
+        CPU for L = 1e3..1e4.
         """
         dtA, _, W, _ = self.discretize()  # (H, N/2), (H, N/2)
         H = dtA.size(0)
@@ -186,8 +189,9 @@ class S4DKernel(nn.Module):
         real = dtA.real.dtype
         j = torch.arange(m, device=dtA.device, dtype=real)  # (m)
         i = m * torch.arange(q, device=dtA.device, dtype=real)  # (q)
-        lo = torch.exp(dtA.unsqueeze(-1) * j)  # (H, N/2, m)  Ā^j
-        hi = W.unsqueeze(-1) * torch.exp(dtA.unsqueeze(-1) * i)  # (H, N/2, q)  W Ā^{m i}
+        rate, turn = dtA.real.unsqueeze(-1), dtA.imag.unsqueeze(-1)  # (H, N/2, 1)
+        lo = torch.polar(torch.exp(rate * j), turn * j)  # (H, N/2, m)  Ā^j
+        hi = W.unsqueeze(-1) * torch.polar(torch.exp(rate * i), turn * i)  # (H, N/2, q)  W Ā^{m i}
         hi = hi.transpose(-1, -2)  # (H, q, N/2)
         x = torch.cat([hi.real, -hi.imag], dim=-1)  # (H, q, N)
         y = torch.cat([lo.real, lo.imag], dim=-2)  # (H, N, m)
