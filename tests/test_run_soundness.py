@@ -13,6 +13,7 @@ import torch
 import yaml
 from conftest import REPO
 
+import ssmbench.complexity as complexity
 import ssmbench.models as models
 from ssmbench.config import Job, job_spec
 from ssmbench.data.errors import DataError
@@ -186,7 +187,9 @@ def test_regression_validation_fraction_leaving_no_training_rows_is_refused(tmp_
 # ------------------------------------------------------------------------ divergence
 def _poisoned_forward(monkeypatch, poison_call: int, training: bool):
     """Make the model's `poison_call`-th forward pass in training (or eval) mode return
-    NaN/inf logits, deterministically."""
+    NaN/inf logits, deterministically. The record's MAC count runs on the meta device here
+    (not counted), so that only the run's own passes count."""
+    monkeypatch.setattr(complexity, "AUTO_CPU_MAX_LENGTH", 0)
     model_class = type(models.build_model(MODEL, C, K, L, _spec(Path("."))["model_params"]))
     real_forward = model_class.forward
     calls = {"n": 0}

@@ -226,12 +226,14 @@ def test_failing_run_in_a_group_loses_no_record(tmp_path, slurm):
         handle.truncate(200)
 
     # The crashing run goes first in the group job (priority in this copy of the workflow
-    # only), so the other one runs after a failure in the same SLURM job.
+    # only: the rule's own puts the larger JapaneseVowels first), so the other one runs
+    # after a failure in the same SLURM job.
     rules = project / "workflow" / "rules" / "train.smk"
+    text = rules.read_text()
+    assert "    priority: run_priority\n" in text
     rules.write_text(
-        rules.read_text().replace(
-            "    group:\n        train_group\n",
-            "    group:\n        train_group\n"
+        text.replace(
+            "    priority: run_priority\n",
             "    priority: lambda wildcards: int(wildcards.dataset == 'BasicMotions')\n",
         )
     )
