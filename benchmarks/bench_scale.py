@@ -293,7 +293,7 @@ def phase_train(data: Path, steps: int, batch: int, threads: int, seed: int, par
     from ssmbench.data.store import PreparedDataset
     from ssmbench.models import build_model
     from ssmbench.train.batch_order import BlockReader, plan_order, plan_reading
-    from ssmbench.train.protocol import seed_everything
+    from ssmbench.train.run_setup import seed_everything
     from ssmbench.train.splits import iterate_batches
 
     torch.set_num_threads(threads)

@@ -127,10 +127,10 @@ def signal_at_training_batch(monkeypatch, n: int, signum=None) -> None:
 
     import torch
 
-    from ssmbench.train import protocol
+    from ssmbench.train.objective import Objective
 
     signum = signal.SIGUSR1 if signum is None else signum
-    real = protocol.Objective.batch_sums
+    real = Objective.batch_sums
     count = {"n": 0}
 
     def batch_sums(self, out, yb, mb):
@@ -140,4 +140,4 @@ def signal_at_training_batch(monkeypatch, n: int, signum=None) -> None:
                 os.kill(os.getpid(), signum)
         return real(self, out, yb, mb)
 
-    monkeypatch.setattr(protocol.Objective, "batch_sums", batch_sums)
+    monkeypatch.setattr(Objective, "batch_sums", batch_sums)

@@ -16,7 +16,7 @@ from conftest import make_project, signal_at_training_batch
 
 from ssmbench.config import ConfigError, Job, job_spec, read_params, validate_schema
 from ssmbench.data.uea import fetch_uea, prepare_uea
-from ssmbench.train import batch_order, protocol
+from ssmbench.train import batch_order, protocol, run_setup
 from ssmbench.train.batch_order import (
     BLOCKS,
     MEMORY,
@@ -251,13 +251,13 @@ def test_x_is_read_into_memory_by_training_only(project):
     """A deep run reads X into memory at its first batch; a tuning trial (validation_only:
     its test rows are never read) keeps the memory map, the same rows in the same order;
     block mode reads through a BlockReader."""
-    run = protocol._set_up(spec_of(project), 1)
+    run = run_setup.set_up(spec_of(project), 1)
     assert run.data.X_memory is None  # nothing read before training asks for it
     X = run.data.train_X()
     assert type(X) is np.ndarray and run.data.rows_X(run.data.val_idx) is X
-    trial = protocol._set_up(spec_of(project), 1, validation_only=True)
+    trial = run_setup.set_up(spec_of(project), 1, validation_only=True)
     assert isinstance(trial.data.train_X(), np.memmap) and trial.data.X_memory is None
-    blocks = protocol._set_up(spec_of(project, reading=BLOCK_READING), 1)
+    blocks = run_setup.set_up(spec_of(project, reading=BLOCK_READING), 1)
     assert isinstance(blocks.data.train_X(), BlockReader)
     rows = np.sort(blocks.data.train_idx[:9])
     assert np.array_equal(blocks.data.train_X()[rows], X[rows])

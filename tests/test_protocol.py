@@ -76,12 +76,12 @@ def test_different_fold_is_a_different_seed(basic_motions, tmp_path):
 
 
 def test_failed_run_leaves_no_record(basic_motions, tmp_path, monkeypatch):
-    import ssmbench.train.protocol as protocol
+    import ssmbench.train.run_setup as run_setup
 
     def boom(*args, **kwargs):
         raise RuntimeError("simulated crash during testing")
 
-    monkeypatch.setattr(protocol, "evaluate", boom)
+    monkeypatch.setattr(run_setup, "evaluate", boom)
     with pytest.raises(RuntimeError):
         run_job(spec_for(basic_motions, max_epochs=1), tmp_path / "fold0.json", log=lambda _: None)
     assert list(tmp_path.iterdir()) == []
@@ -272,7 +272,7 @@ def test_seeding_makes_cpu_ops_deterministic_without_importing_the_compiler():
     """Every run is deterministic on CPU (nondeterminism an error), and seeding does not
     import torch._inductor (1.5 s of every job) to get there."""
     code = (
-        "import sys, torch; from ssmbench.train.protocol import seed_everything; "
+        "import sys, torch; from ssmbench.train.run_setup import seed_everything; "
         "seed_everything(3); "
         "print(torch.are_deterministic_algorithms_enabled(), "
         "torch.is_deterministic_algorithms_warn_only_enabled(), "

@@ -341,7 +341,7 @@ def test_stop_while_the_record_is_written_keeps_the_checkpoint(
     resumes from the finished training instead of starting over."""
     record, checkpoint = tmp_path / "fold0.json", tmp_path / "ckpt" / "fold0.pt"
     spec = spec_of(project, 30, **EARLY_STOP)
-    _signal_before(monkeypatch, "_write_run", signal.SIGUSR1)
+    _signal_before(monkeypatch, "write_run", signal.SIGUSR1)
     lines = []
     run_job(spec, record, log=lines.append, checkpoint_path=checkpoint)
     assert_same_run(record, early_stop_reference)

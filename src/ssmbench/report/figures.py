@@ -19,11 +19,11 @@ from matplotlib.figure import Figure
 
 from ssmbench.io import atomic_write
 from ssmbench.staleness import CURVE_FILE_KEY, curve_problem
+from ssmbench.train.run_record import CURVE_COLUMNS
 
 from .aggregate import RecordError, read_record
 from .style import message_figure, save
 
-CURVE_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds")
 #: Left out of curves.csv: wall-clock time differs on every rerun (the run's own curve
 #: file keeps it).
 NOT_IN_CURVES_CSV = ("seconds",)

@@ -23,65 +23,33 @@ the batch in progress, writes a checkpoint and exits with status 75
 ``checkpoint_every`` epochs. The next attempt resumes from it, batch for batch, and
 writes the record an uninterrupted run would have written (ssmbench.train.checkpoint).
 
-A run's steps: `_set_up` (seed, data, split, model), then `_run_estimator` for a non-deep
-model, or `_DeepTraining`'s `resume`, `train`, `test` and `write_record`.
+A run's steps: `run_setup.set_up` (seed, data, split, model), then
+`estimator_run.run_estimator` for a non-deep model, or `_DeepTraining`'s `resume`, `train`,
+`test` and `write_record`.
 """
 
 from __future__ import annotations
 
 import copy
-import csv
-import io
 import math
-import os
-import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import torch
 
 from ssmbench.models import is_estimator, model_inputs
 from ssmbench.train import checkpoint as ckpt
-from ssmbench.train.batch_order import BLOCKS, MEMORY, BlockReader, plan_order, plan_reading
+from ssmbench.train.batch_order import plan_order
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
-from ssmbench.train.checks import check_inputs, check_loss, check_split
-from ssmbench.train.evaluation import batches_of, evaluate, score_test_sets
+from ssmbench.train.checks import check_loss
+from ssmbench.train.estimator_run import run_estimator
+from ssmbench.train.evaluation import batches_of, score_test_sets
 from ssmbench.train.micro_batches import backward_batch, check_micro_batching
-from ssmbench.train.objective import Objective
 from ssmbench.train.optim import build_optimizer, lr_factor_at, set_epoch_lr
 from ssmbench.train.probes import run_probes
-from ssmbench.train.record_files import curve_path_of, publish_record
-from ssmbench.train.records import provenance
-from ssmbench.train.splits import (
-    batch_size_for,
-    split_indices,
-    validation_method,
-    validation_seed,
-)
-
-CURVE_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds")
-
-
-def seed_everything(seed: int, deterministic: bool = True) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    if deterministic:
-        if torch.cuda.is_available():
-            # cuBLAS needs this to be deterministic; set before the first CUDA call.
-            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-            # warn_only on GPU: a few CUDA kernels have no deterministic version
-            torch.use_deterministic_algorithms(True, warn_only=True)
-        else:
-            # On CPU every op we use has a deterministic version, so nondeterminism is an
-            # error. torch.use_deterministic_algorithms would also import torch._inductor
-            # to set the compiler's flag (1.5 s of every job); CPU runs compile nothing,
-            # so only the flag that eager ops read is set.
-            torch._C._set_deterministic_algorithms(True, warn_only=False)
+from ssmbench.train.run_record import write_run
+from ssmbench.train.run_setup import RunSetup, set_up
 
 
 def _is_better(
@@ -126,9 +94,9 @@ def run_job(
 def _run_job(spec, record_path: Path, threads, log, checkpoint_path: Path | None, stop) -> dict:
     """The run's steps: set up its data and model, then fit an estimator, or train a deep
     model epoch by epoch, test its best weights and write the record."""
-    run = _set_up(spec, threads)
+    run = set_up(spec, threads)
     if is_estimator(run.model):  # QUANT, Hydra, ExtraTrees
-        return _run_estimator(
+        return run_estimator(
             run.spec, record_path, run.model, run.data.dataset, run.data.objective,
             (run.data.train_idx, run.data.val_idx, run.data.test_idx), run.data.test_sets,
             run.seed, threads, log, stop, run.data.val_split,
@@ -149,11 +117,11 @@ def validate_job(
 ) -> dict:
     """Train one run as `run_job` does, but score it on its validation rows only, and
     write nothing: a tuning trial (``ssmbench.train.tune``). The fold's test rows are never
-    read (`_set_up` with ``validation_only``). Returns the best epoch's ``val_loss`` and
-    ``val_accuracy`` (None for regression), ``best_epoch``, ``epochs_run`` and
-    ``train_seconds``. A signal raises `TrainingInterrupted` (no checkpoint: the trial is
+    read (`run_setup.set_up` with ``validation_only``). Returns the best epoch's
+    ``val_loss`` and ``val_accuracy`` (None for regression), ``best_epoch``, ``epochs_run``
+    and ``train_seconds``. A signal raises `TrainingInterrupted` (no checkpoint: the trial is
     run again)."""
-    run = _set_up(spec, threads, validation_only=True)
+    run = set_up(spec, threads, validation_only=True)
     if is_estimator(run.model):
         raise ValueError(
             f"{spec['model']} is not trained epoch by epoch (an estimator): it has no "
@@ -181,164 +149,12 @@ def validate_job(
         return fit(own)
 
 
-@dataclass
-class _FoldData:
-    """A run's data: the prepared dataset, its task, and the fold's rows."""
-
-    dataset: Any  # ssmbench.data.store.PreparedDataset
-    objective: Objective
-    mask: np.ndarray | None  # which targets are observed (regression), else None
-    train_idx: np.ndarray
-    val_idx: np.ndarray
-    test_idx: np.ndarray
-    test_sets: dict  # separate test sets (fixed_test_sets): key -> rows
-    val_split: str  # how the validation rows were drawn (splits.validation_method)
-    # the extra inputs the model takes (its INPUTS beyond the values: the step sizes Δ
-    # (N, L) as "steps", the observation mask (N, C, L) as "mask"), and their sources
-    inputs: dict = field(default_factory=dict)
-    steps_source: str | None = None
-    mask_source: str | None = None
-    # how X is read (ssmbench.train.batch_order): MEMORY, X copied here once (X_memory);
-    # BLOCKS, block-shuffled epochs read through BlockReaders
-    reading: Any = None  # a batch_order.ReadingPlan, or None (the memory map as it is)
-    # MEMORY: read X into memory at the first batch (an estimator, which reads its rows
-    # itself, never does); False for a tuning trial, whose test rows are never read (the
-    # memory map then: the same rows in the same order)
-    into_memory: bool = True
-    X_memory: np.ndarray | None = None
-    _train_reader: Any = None
-    _eval_readers: dict = field(default_factory=dict)  # row set's bytes -> its BlockReader
-
-    def _in_memory(self) -> np.ndarray | None:
-        """X in memory (read on the first call), or None when it is not read so."""
-        if self.X_memory is None and self.into_memory and self.reading is not None \
-                and self.reading.mode == MEMORY:  # fmt: skip
-            # plain sequential reads (not the random-access memory map); its shape and
-            # dtype were checked when the dataset was opened
-            self.X_memory = np.load(self.dataset.path / "X.npy", allow_pickle=False)
-        return self.X_memory
-
-    def train_X(self):
-        """X as the training batches read it."""
-        if self._in_memory() is not None:
-            return self.X_memory
-        if self.reading is not None and self.reading.mode == BLOCKS:
-            if self._train_reader is None:  # two windows' blocks: a batch spans at most two
-                self._train_reader = BlockReader(
-                    self.dataset.path / "X.npy", self.train_idx, self.reading.block_rows,
-                    2 * self.reading.buffer_blocks,
-                )  # fmt: skip
-            return self._train_reader
-        return self.dataset.X
-
-    def rows_X(self, rows):
-        """X as an evaluation over ``rows`` (read in sorted order) reads it; in block mode
-        one reader per row set (validation every epoch reuses its reader and threads)."""
-        if self._in_memory() is not None:
-            return self.X_memory
-        if self.reading is not None and self.reading.mode == BLOCKS:
-            key = np.asarray(rows, dtype=np.int64).tobytes()
-            if key not in self._eval_readers:
-                self._eval_readers[key] = BlockReader(
-                    self.dataset.path / "X.npy", rows, self.reading.block_rows, 2
-                )
-            return self._eval_readers[key]
-        return self.dataset.X
-
-    def target_var(self, rows) -> float | None:
-        """The variance (ddof 0) of the observed regression targets of ``rows``; None for
-        classification."""
-        if self.objective.task != "regression":
-            return None
-        y = np.asarray(self.dataset.y[np.sort(rows)], dtype=np.float64)
-        if self.mask is not None:
-            y = y[np.asarray(self.mask[np.sort(rows)], dtype=bool)]
-        return float(np.var(y[np.isfinite(y)]))
-
-    def score(
-        self, model, rows, batch_size, device, stage: str, with_mae: bool = False
-    ) -> tuple[float, ...]:
-        return evaluate(
-            model, self.objective, self.rows_X(rows), self.dataset.y, self.mask, rows,
-            batch_size, device, stage, inputs=self.inputs, with_mae=with_mae,
-        )  # fmt: skip
-
-
-@dataclass
-class _RunSetup:
-    """A run before its first step: seeded, its data split, its model built."""
-
-    spec: dict  # the job's spec, with the dataset's raw-file checksums
-    seed: int
-    device: torch.device
-    data: _FoldData
-    batch_size: int
-    model: Any  # a torch module, or an estimator (ssmbench.models.is_estimator)
-
-
-def _set_up(spec: dict, threads: int, validation_only: bool = False) -> _RunSetup:
-    """Seed, read the prepared dataset, split the fold and build the model, in that order
-    (the model's initial weights come from the seeded generator). ``validation_only`` (a
-    tuning trial): the fold's test rows are neither checked nor kept, so nothing reads them."""
-    from ssmbench.data.store import open_fold
-    from ssmbench.models import build_model
-
-    settings = spec["settings"]
-    fold = int(spec["fold"])
-    seed = int(settings.get("seed_base", 0)) + fold
-    torch.set_num_threads(max(1, int(threads)))
-    seed_everything(seed, settings.get("deterministic", True))
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-
-    dataset = open_fold(spec["prepared_dir"], fold)  # per_fold: its fold{k}/ folder
-    meta = dataset.meta
-    spec = {**spec, "dataset_sha256": meta.get("raw_files")}
-    objective = Objective(meta, dataset.y.shape)
-    mask = dataset.target_mask if objective.task == "regression" else None
-    monitor = settings.get("monitor", "val_loss")
-    if objective.task == "regression" and monitor != "val_loss":
-        raise ValueError(
-            f"{spec['dataset']} is a regression task: monitor {monitor!r} has no meaning "
-            f"there; set monitor: val_loss for benchmark {spec['benchmark']!r} in params.yaml"
-        )
-    train_idx, val_idx, test_idx = split_indices(
-        dataset, fold, settings["val_fraction"], validation_seed(settings, seed),
-        settings.get("val_split_fallback", "per_class"),
-    )  # fmt: skip
-    # Bad data or a degenerate fold fails here, before any epoch (ssmbench.train.checks).
-    if validation_only:
-        check_inputs(dataset, fold, rows=np.union1d(train_idx, val_idx))
-        test_idx, test_sets = test_idx[:0], {}
-    else:
-        check_inputs(dataset, fold)
-        test_sets = dataset.test_sets(fold)
-    check_split(dataset, fold, train_idx, val_idx, settings["val_fraction"])
-    method = validation_method(
-        dataset, fold, settings["val_fraction"], settings.get("val_split_fallback", "per_class")
-    )
-    data = _FoldData(dataset, objective, mask, train_idx, val_idx, test_idx, test_sets, method)
-    # protocol.reading: X into memory once when it fits the budget, else block-shuffled
-    # epochs read from disk (ssmbench.train.batch_order)
-    data.reading = plan_reading(settings, (int(meta["N"]), int(meta["C"]), int(meta["L"])))
-    data.into_memory = not validation_only
-    batch_size = batch_size_for(settings, len(train_idx))
-    model = build_model(
-        spec["model"], int(meta["C"]), objective.n_outputs, int(meta["L"]),
-        spec["model_params"], per_step=objective.per_step,
-    )  # fmt: skip
-    if "steps" in model_inputs(model):  # a time-aware model: Δ from the timestamps
-        data.inputs["steps"], data.steps_source = dataset.steps()
-    if "mask" in model_inputs(model):  # which values were observed
-        data.inputs["mask"], data.mask_source = dataset.observed()
-    return _RunSetup(spec, seed, device, data, batch_size, model)
-
-
 class _DeepTraining:
     """A deep model's run on one fold, as steps: `resume` (from a checkpoint, if any),
     `train` (the epoch loop: early stopping, checkpoints, stop on a signal), `test` (the
     best weights on the test fold and each test set) and `write_record`."""
 
-    def __init__(self, run: _RunSetup, log, stop, checkpoint_path: Path | None):
+    def __init__(self, run: RunSetup, log, stop, checkpoint_path: Path | None):
         from ssmbench.complexity import count_params, mmac
 
         self.run, self.data, self.model = run, run.data, run.model
@@ -649,7 +465,7 @@ class _DeepTraining:
         """Write the curve and the record; then the checkpoint is deleted (kept when a
         signal came while the record was written)."""
         state, data, device = self.state, self.data, self.run.device
-        record = _write_run(
+        record = write_run(
             self.run.spec, record_path, state.curve, data.objective,
             {
                 **tested,
@@ -693,125 +509,3 @@ class _DeepTraining:
         else:
             ckpt.discard(self.checkpoint_path, self.log)
         return record
-
-
-def _write_run(spec, record_path: Path, curve: list[dict], objective, results: dict) -> dict:
-    """Publish the run's curve and record as one unit (``ssmbench.train.record_files``):
-    docs/contracts.md."""
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=CURVE_COLUMNS, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(curve)
-
-    fold, settings = int(spec["fold"]), spec["settings"]
-    record = {
-        "benchmark": spec["benchmark"],
-        "dataset": spec["dataset"],
-        "model": spec["model"],
-        "family": spec["model_params"]["family"],
-        "fold": fold,
-        "seed": int(settings.get("seed_base", 0)) + fold,
-        "task": objective.task,
-        **results,
-        "model_params": spec["model_params"],
-        "protocol": settings,
-        # the tuned file whose values are in model_params / protocol (the tune stage)
-        "tuned": spec.get("tuned"),
-        "dataset_sha256": spec.get("dataset_sha256"),
-        "code_digest": spec.get("code"),
-        "curve_file": curve_path_of(record_path).name,
-    }
-    record.update(provenance())
-    return publish_record(record_path, record, buffer.getvalue())
-
-
-def _run_estimator(
-    spec,
-    record_path,
-    model,
-    dataset,
-    objective,
-    splits,
-    test_sets,
-    seed,
-    threads,
-    log,
-    stop,
-    val_split,
-) -> dict:
-    """Fit a non-deep model (models/estimators.py) once and score it: no epochs, no early
-    stopping. It fits on all non-test rows (``fit_on_validation``, the default) or on the
-    deep models' training rows, then scores the validation rows too.
-
-    It has no state worth a checkpoint: SIGTERM/SIGUSR1 stop it at once (as soon as the
-    library returns to Python) with `TrainingInterrupted`, until its record is written."""
-    from sklearn.metrics import log_loss
-
-    stop.immediate = True
-    if stop.requested:
-        raise TrainingInterrupted(stop.signum)
-
-    if objective.task != "classification":
-        raise ValueError(
-            f"model {spec['model']!r} is a classifier; {spec['dataset']} is a {objective.task} task"
-        )
-    train_idx, val_idx, test_idx = splits
-    X, y = dataset.X, dataset.y
-    classes = np.arange(objective.n_outputs)
-    model.configure(random_state=seed, n_jobs=threads)
-    fit_rows = np.union1d(train_idx, val_idx) if model.fit_on_validation else train_idx
-    log(
-        f"[{spec['benchmark']}/{spec['dataset']}/{spec['model']}/fold{spec['fold']}] "
-        f"seed={seed} fit on {len(fit_rows)} rows "
-        f"({'training + validation' if model.fit_on_validation else 'training'}), "
-        f"test={len(test_idx)}"
-    )
-
-    def score(rows):
-        proba = model.predict_proba(np.asarray(X[rows], dtype=np.float32))
-        labels = np.asarray(y[rows], dtype=np.int64)
-        loss = log_loss(labels, np.clip(proba, 1e-15, 1.0), labels=classes)
-        return float(loss), float(np.mean(proba.argmax(axis=1) == labels))
-
-    started = time.perf_counter()
-    model.fit(np.asarray(X[fit_rows], dtype=np.float32), np.asarray(y[fit_rows]))
-    train_seconds = time.perf_counter() - started
-    val_loss, val_acc = (None, None) if model.fit_on_validation else score(val_idx)
-    test_start = time.perf_counter()
-    tested = score_test_sets(objective, score, test_idx, test_sets, log)
-    test_seconds = time.perf_counter() - test_start
-    log(f"test: loss={tested['test_loss']:.4f} error={tested['test_error']:.4f}")
-    curve = [
-        {"epoch": 1, "train_loss": None, "train_accuracy": None, "val_loss": val_loss,
-         "val_accuracy": val_acc, "seconds": train_seconds}
-    ]  # fmt: skip
-    stop.disarm()  # the record is being written: a signal now must not make the job fail
-    return _write_run(
-        spec, record_path, curve, objective,
-        {
-            **tested,
-            "best_epoch": 1,
-            "best_val_loss": val_loss,
-            "best_val_accuracy": val_acc,
-            "epochs_run": 1,
-            "max_epochs": 1,
-            "stopped_early": False,
-            "batch_size": None,
-            "n_train": len(fit_rows),
-            "n_val": 0 if model.fit_on_validation else len(val_idx),
-            "n_test": len(test_idx),
-            "val_split": "none" if model.fit_on_validation else val_split,
-            "inputs": list(model_inputs(model)),
-            "steps_source": None,
-            "mask_source": None,
-            "probes": None,
-            "train_seconds": train_seconds,
-            "test_seconds": test_seconds,
-            "params": None,  # not applicable: see ssmbench.report.style.COMPLEXITY_PROXY
-            "mmac": None,
-            "mmac_full": None,
-            "device": "cpu",
-            "device_name": None,
-            "threads": int(threads),
-        },
-    )  # fmt: skip

@@ -1,0 +1,199 @@
+"""A run before its first step: seeded, its data read and split, its model built.
+
+`set_up` does these in that order (the model's initial weights come from the seeded
+generator); `FoldData` is the run's data (the prepared dataset, its task, the fold's rows,
+the model's extra inputs) and how X is read (``ssmbench.train.batch_order``): into memory
+once, or block-shuffled epochs from disk. ``ssmbench.train.protocol`` trains from here.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ssmbench.models import model_inputs
+from ssmbench.train.batch_order import BLOCKS, MEMORY, BlockReader, plan_reading
+from ssmbench.train.checks import check_inputs, check_split
+from ssmbench.train.evaluation import evaluate
+from ssmbench.train.objective import Objective
+from ssmbench.train.splits import (
+    batch_size_for,
+    split_indices,
+    validation_method,
+    validation_seed,
+)
+
+
+def seed_everything(seed: int, deterministic: bool = True) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+    if deterministic:
+        if torch.cuda.is_available():
+            # cuBLAS needs this to be deterministic; set before the first CUDA call.
+            os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+            # warn_only on GPU: a few CUDA kernels have no deterministic version
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        else:
+            # On CPU every op we use has a deterministic version, so nondeterminism is an
+            # error. torch.use_deterministic_algorithms would also import torch._inductor
+            # to set the compiler's flag (1.5 s of every job); CPU runs compile nothing,
+            # so only the flag that eager ops read is set.
+            torch._C._set_deterministic_algorithms(True, warn_only=False)
+
+
+@dataclass
+class FoldData:
+    """A run's data: the prepared dataset, its task, and the fold's rows."""
+
+    dataset: Any  # ssmbench.data.store.PreparedDataset
+    objective: Objective
+    mask: np.ndarray | None  # which targets are observed (regression), else None
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+    test_idx: np.ndarray
+    test_sets: dict  # separate test sets (fixed_test_sets): key -> rows
+    val_split: str  # how the validation rows were drawn (splits.validation_method)
+    # the extra inputs the model takes (its INPUTS beyond the values: the step sizes Δ
+    # (N, L) as "steps", the observation mask (N, C, L) as "mask"), and their sources
+    inputs: dict = field(default_factory=dict)
+    steps_source: str | None = None
+    mask_source: str | None = None
+    # how X is read (ssmbench.train.batch_order): MEMORY, X copied here once (X_memory);
+    # BLOCKS, block-shuffled epochs read through BlockReaders
+    reading: Any = None  # a batch_order.ReadingPlan, or None (the memory map as it is)
+    # MEMORY: read X into memory at the first batch (an estimator, which reads its rows
+    # itself, never does); False for a tuning trial, whose test rows are never read (the
+    # memory map then: the same rows in the same order)
+    into_memory: bool = True
+    X_memory: np.ndarray | None = None
+    _train_reader: Any = None
+    _eval_readers: dict = field(default_factory=dict)  # row set's bytes -> its BlockReader
+
+    def _in_memory(self) -> np.ndarray | None:
+        """X in memory (read on the first call), or None when it is not read so."""
+        if self.X_memory is None and self.into_memory and self.reading is not None \
+                and self.reading.mode == MEMORY:  # fmt: skip
+            # plain sequential reads (not the random-access memory map); its shape and
+            # dtype were checked when the dataset was opened
+            self.X_memory = np.load(self.dataset.path / "X.npy", allow_pickle=False)
+        return self.X_memory
+
+    def train_X(self):
+        """X as the training batches read it."""
+        if self._in_memory() is not None:
+            return self.X_memory
+        if self.reading is not None and self.reading.mode == BLOCKS:
+            if self._train_reader is None:  # two windows' blocks: a batch spans at most two
+                self._train_reader = BlockReader(
+                    self.dataset.path / "X.npy", self.train_idx, self.reading.block_rows,
+                    2 * self.reading.buffer_blocks,
+                )  # fmt: skip
+            return self._train_reader
+        return self.dataset.X
+
+    def rows_X(self, rows):
+        """X as an evaluation over ``rows`` (read in sorted order) reads it; in block mode
+        one reader per row set (validation every epoch reuses its reader and threads)."""
+        if self._in_memory() is not None:
+            return self.X_memory
+        if self.reading is not None and self.reading.mode == BLOCKS:
+            key = np.asarray(rows, dtype=np.int64).tobytes()
+            if key not in self._eval_readers:
+                self._eval_readers[key] = BlockReader(
+                    self.dataset.path / "X.npy", rows, self.reading.block_rows, 2
+                )
+            return self._eval_readers[key]
+        return self.dataset.X
+
+    def target_var(self, rows) -> float | None:
+        """The variance (ddof 0) of the observed regression targets of ``rows``; None for
+        classification."""
+        if self.objective.task != "regression":
+            return None
+        y = np.asarray(self.dataset.y[np.sort(rows)], dtype=np.float64)
+        if self.mask is not None:
+            y = y[np.asarray(self.mask[np.sort(rows)], dtype=bool)]
+        return float(np.var(y[np.isfinite(y)]))
+
+    def score(
+        self, model, rows, batch_size, device, stage: str, with_mae: bool = False
+    ) -> tuple[float, ...]:
+        return evaluate(
+            model, self.objective, self.rows_X(rows), self.dataset.y, self.mask, rows,
+            batch_size, device, stage, inputs=self.inputs, with_mae=with_mae,
+        )  # fmt: skip
+
+
+@dataclass
+class RunSetup:
+    """A run before its first step: seeded, its data split, its model built."""
+
+    spec: dict  # the job's spec, with the dataset's raw-file checksums
+    seed: int
+    device: torch.device
+    data: FoldData
+    batch_size: int
+    model: Any  # a torch module, or an estimator (ssmbench.models.is_estimator)
+
+
+def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
+    """Seed, read the prepared dataset, split the fold and build the model, in that order
+    (the model's initial weights come from the seeded generator). ``validation_only`` (a
+    tuning trial): the fold's test rows are neither checked nor kept, so nothing reads them."""
+    from ssmbench.data.store import open_fold
+    from ssmbench.models import build_model
+
+    settings = spec["settings"]
+    fold = int(spec["fold"])
+    seed = int(settings.get("seed_base", 0)) + fold
+    torch.set_num_threads(max(1, int(threads)))
+    seed_everything(seed, settings.get("deterministic", True))
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    dataset = open_fold(spec["prepared_dir"], fold)  # per_fold: its fold{k}/ folder
+    meta = dataset.meta
+    spec = {**spec, "dataset_sha256": meta.get("raw_files")}
+    objective = Objective(meta, dataset.y.shape)
+    mask = dataset.target_mask if objective.task == "regression" else None
+    monitor = settings.get("monitor", "val_loss")
+    if objective.task == "regression" and monitor != "val_loss":
+        raise ValueError(
+            f"{spec['dataset']} is a regression task: monitor {monitor!r} has no meaning "
+            f"there; set monitor: val_loss for benchmark {spec['benchmark']!r} in params.yaml"
+        )
+    train_idx, val_idx, test_idx = split_indices(
+        dataset, fold, settings["val_fraction"], validation_seed(settings, seed),
+        settings.get("val_split_fallback", "per_class"),
+    )  # fmt: skip
+    # Bad data or a degenerate fold fails here, before any epoch (ssmbench.train.checks).
+    if validation_only:
+        check_inputs(dataset, fold, rows=np.union1d(train_idx, val_idx))
+        test_idx, test_sets = test_idx[:0], {}
+    else:
+        check_inputs(dataset, fold)
+        test_sets = dataset.test_sets(fold)
+    check_split(dataset, fold, train_idx, val_idx, settings["val_fraction"])
+    method = validation_method(
+        dataset, fold, settings["val_fraction"], settings.get("val_split_fallback", "per_class")
+    )
+    data = FoldData(dataset, objective, mask, train_idx, val_idx, test_idx, test_sets, method)
+    # protocol.reading: X into memory once when it fits the budget, else block-shuffled
+    # epochs read from disk (ssmbench.train.batch_order)
+    data.reading = plan_reading(settings, (int(meta["N"]), int(meta["C"]), int(meta["L"])))
+    data.into_memory = not validation_only
+    batch_size = batch_size_for(settings, len(train_idx))
+    model = build_model(
+        spec["model"], int(meta["C"]), objective.n_outputs, int(meta["L"]),
+        spec["model_params"], per_step=objective.per_step,
+    )  # fmt: skip
+    if "steps" in model_inputs(model):  # a time-aware model: Δ from the timestamps
+        data.inputs["steps"], data.steps_source = dataset.steps()
+    if "mask" in model_inputs(model):  # which values were observed
+        data.inputs["mask"], data.mask_source = dataset.observed()
+    return RunSetup(spec, seed, device, data, batch_size, model)
