@@ -4,7 +4,7 @@
 #   snakemake --profile slurm                   # on a SLURM cluster (docs/cluster.md)
 from snakemake.utils import min_version, update_config
 
-from ssmbench.config import read_params, validate_schema
+from ssmbench.params_file import read_params, validate_schema
 
 min_version("9.0")
 

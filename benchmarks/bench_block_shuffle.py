@@ -71,7 +71,8 @@ def run_one(args: tuple) -> dict:
     data_order, prepared, mode, seed, epochs, block_rows, buffer_blocks, out = args
     import torch
 
-    from ssmbench.config import Job, job_spec, read_params
+    from ssmbench.config import Job, job_spec
+    from ssmbench.params_file import read_params
     from ssmbench.train.protocol import run_job
 
     torch.set_num_threads(1)

@@ -14,8 +14,9 @@ import torch
 import yaml
 from conftest import make_project, signal_at_training_batch
 
-from ssmbench.config import ConfigError, Job, job_spec, read_params, validate_schema
+from ssmbench.config import ConfigError, Job, job_spec
 from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.params_file import read_params, validate_schema
 from ssmbench.train import batch_order, protocol, run_setup
 from ssmbench.train.batch_order import (
     BLOCKS,

@@ -17,8 +17,8 @@ from ssmbench.config import (
     job_spec,
     load_params,
     suite_grid,
-    validate_schema,
 )
+from ssmbench.params_file import validate_schema
 from ssmbench.train.splits import batch_size_for
 
 
@@ -229,7 +229,8 @@ def test_every_key_the_schema_allows_has_a_reader_that_reads_it():
     params.yaml that nothing reads."""
     from fnmatch import fnmatchcase
 
-    from ssmbench.config import CONFIG_READERS, SCHEMA_PATH
+    from ssmbench.config import CONFIG_READERS
+    from ssmbench.params_file import SCHEMA_PATH
 
     leaves, _ = _schema_keys(yaml.safe_load(SCHEMA_PATH.read_text()))
     patterns = dict(CONFIG_READERS)
@@ -335,7 +336,7 @@ def test_every_key_the_code_reads_is_allowed_by_the_schema():
     """Code -> schema: each literal read of params.yaml (`_code_reads`) names a key the
     schema allows; `report.figure8_datasets` was one such key the schema rejected. The
     scan is honest in both directions: a read of a key the schema lacks (below) fails."""
-    from ssmbench.config import SCHEMA_PATH
+    from ssmbench.params_file import SCHEMA_PATH
 
     leaves, open_nodes = _schema_keys(yaml.safe_load(SCHEMA_PATH.read_text()))
     nodes = _prefixes(leaves)

@@ -12,7 +12,8 @@ import pytest
 import yaml
 from conftest import REPO, make_project, tool_env
 
-from ssmbench.config import ConfigError, load_params, read_params, validate_schema
+from ssmbench.config import ConfigError, load_params
+from ssmbench.params_file import read_params, validate_schema
 
 SHIPPED = yaml.safe_load((REPO / "params.yaml").read_text())
 

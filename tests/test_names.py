@@ -14,10 +14,11 @@ import yaml
 from conftest import REPO
 
 from ssmbench.cli import main
-from ssmbench.config import SCHEMA_PATH, ConfigError, Job
+from ssmbench.config import ConfigError, Job
 from ssmbench.data.errors import DataError
 from ssmbench.data.names import BENCHMARK_PATTERN, NAME_PATTERN, name_problem
 from ssmbench.data.sources import fetch, prepare
+from ssmbench.params_file import SCHEMA_PATH
 
 TRAIN = ["train", "--benchmark", "uea", "--dataset", "BasicMotions", "--model", "MS4N"]
 

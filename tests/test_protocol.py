@@ -246,7 +246,7 @@ def test_adamw_run_writes_a_record(basic_motions, tmp_path):
 def test_unknown_optimizer_is_refused_naming_the_key():
     import torch
 
-    from ssmbench.config import ConfigError, validate_schema
+    from ssmbench.params_file import ConfigError, validate_schema
     from ssmbench.train.optim import build_optimizer
 
     params = yaml.safe_load((REPO / "params.yaml").read_text())
