@@ -40,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 
+from proc_status import memory_bytes
+
 REPO = Path(__file__).resolve().parents[1]
 MODELS = ("LogNCDE", "RFormer", "LinODEnet", "TIDES", "MS4N")
 #: input name -> (B, C, L, K, per-step regression)
@@ -51,13 +53,6 @@ ENTRY_OF = {
     ("physiome", "RFormer"): ("RFormer-drop", None),
     ("physiome", "TIDES"): ("TIDES-physio", None),
 }
-
-
-def _rss() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def measure(input_name: str, model_name: str, steps: int, budget: float, threads: int) -> dict:
@@ -98,7 +93,7 @@ def measure(input_name: str, model_name: str, steps: int, budget: float, threads
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     penalty = getattr(model, "regulariser", None)
     n_params = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    rss_build = _rss()
+    rss_build = memory_bytes("VmRSS")
 
     def step() -> float:
         start = time.perf_counter()

@@ -37,9 +37,9 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import torch
+from proc_status import memory_bytes
 
 from ssmbench.models import MS4Classifier
 from ssmbench.models.s4d import S4DKernel, S4DLayer, complex_power_kernel, naive_kernel
@@ -108,23 +108,14 @@ def make_step(variant: str, model: torch.nn.Module, L: int):
     return step
 
 
-def _status(field: str) -> int:
-    """Bytes of /proc/self/status's ``field``: VmRSS now, VmHWM its peak (this process's
-    own: getrusage's ru_maxrss would carry the parent's peak across fork and exec)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    return 0
-
-
 def peak(variant: str, L: int) -> dict:
     """Two training steps of ``variant`` in this process: its peak RSS less the RSS with
     the model and batch built (MiB)."""
     step = make_step(variant, build(variant, L), L)
-    before = _status("VmRSS")
+    before = memory_bytes("VmRSS")
     for _ in range(2):
         step()
-    hwm = _status("VmHWM")
+    hwm = memory_bytes("VmHWM")
     return {"added_mib": (hwm - before) / 2**20, "peak_mib": hwm / 2**20}
 
 

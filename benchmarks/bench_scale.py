@@ -74,6 +74,8 @@ import threading
 import time
 from pathlib import Path
 
+from proc_status import memory_status
+
 ROOT = Path(__file__).resolve().parents[1]
 NAME = "SynthScale"
 C, L, K = 3, 1000, 10
@@ -87,17 +89,10 @@ PHASES = ("make", "prepare", "train", "load")
 
 # --------------------------------------------------------------------------- measuring
 def _status() -> dict[str, int]:
-    """The memory fields of /proc/self/status, in bytes."""
-    out = {}
-    try:
-        with open("/proc/self/status", encoding="ascii") as f:
-            for line in f:
-                key, _, value = line.partition(":")
-                if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem"):
-                    out[key] = int(value.split()[0]) * 1024  # kB
-    except OSError:
-        pass
-    return out
+    """The memory fields the phases report, in bytes."""
+    status = memory_status()
+    fields = ("VmRSS", "VmHWM", "RssAnon", "RssFile", "RssShmem")
+    return {k: status[k] for k in fields if k in status}
 
 
 class RssSampler:

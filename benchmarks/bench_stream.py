@@ -27,18 +27,13 @@ import sys
 import time
 from pathlib import Path
 
+from proc_status import memory_bytes
+
 REPO = Path(__file__).resolve().parents[1]
 C, K = 3, 5
 MODELS = ("MS4N", "TIDES")
 #: the name of each model's batch (whole-series) forward pass
 BATCH_MODE = {"MS4N": "conv", "TIDES": "scan"}
-
-
-def _rss() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def measure(name: str, mode: str, L: int, threads: int) -> dict:
@@ -55,7 +50,7 @@ def measure(name: str, mode: str, L: int, threads: int) -> dict:
     x = torch.randn(1, C, L)
     time_aware = "steps" in model.INPUTS
     steps = 0.5 + torch.rand(1, L) if time_aware else None  # irregular Δt (TIDES)
-    base = _rss()
+    base = memory_bytes("VmRSS")
     with torch.no_grad():
         start = time.perf_counter()
         if mode == "stream" and time_aware:
