@@ -209,6 +209,16 @@ def test_protocol_notes_mark_each_departure(basic_motions, tmp_path):
     assert departing(authors_like) == {"val_split_fallback", "max_epochs"}
     assert departing(mixed) == {"val_split_fallback", "max_epochs", "early_stopping_patience"}
     assert "| early_stopping_patience | null, 50 | null |" in mixed
+    assert "block-shuffled" not in mixed and "3 departure(s)." in mixed
+
+    # a run whose X is over the in-memory budget reads block-shuffled epochs: a departure
+    # no setting row shows, said under the table
+    blocks = {"in_memory_max_gb": 0, "block_mb": 4 * 2400 / (1 << 20), "buffer_blocks": 2}
+    run_job(_spec(basic_motions, max_epochs=1, fold=2, reading=blocks),
+            runs / "uea/BasicMotions/MS4N/fold2.json", log=lambda _: None)  # fmt: skip
+    with_blocks = protocol_notes(collect_records(runs))
+    assert "**departs**: 1 of 3 runs read X in block-shuffled epochs" in with_blocks
+    assert "4 departure(s)." in with_blocks
 
 
 def test_check_lists_the_fallback_sets_and_an_error_fallback_stops_before_any_job():

@@ -34,8 +34,26 @@ FIXED_NOTES = (
 )
 
 
+#: a departure no setting names: runs whose X was over protocol.reading.in_memory_max_gb
+BLOCK_READING_NOTE = (
+    "**departs**: {n} of {of} runs read X in block-shuffled epochs (their record's "
+    "`reading`: X over `protocol.reading.in_memory_max_gb`; blocks of consecutive training "
+    "rows shuffled, rows shuffled within windows of `buffer_blocks` blocks; "
+    "`benchmarks/bench_block_shuffle.py` measures what it changes); the other runs read X "
+    "into memory and draw a full shuffle of the training rows every epoch."
+)
+
+
 def _loaded(value):
     return json.loads(value) if isinstance(value, str) else value
+
+
+def _block_read(records: pd.DataFrame) -> int:
+    """How many of the records read X in block-shuffled epochs (``reading.mode``)."""
+    if "reading" not in records:
+        return 0
+    plans = (_loaded(value) for value in records["reading"])
+    return sum(isinstance(plan, dict) and plan.get("mode") == "blocks" for plan in plans)
 
 
 def _parsed(records: pd.DataFrame) -> list[tuple[dict, dict]]:
@@ -87,6 +105,8 @@ def protocol_notes(records: pd.DataFrame) -> str:
             lines += ["Not an MS4N benchmark: no reference protocol to compare with.", "",
                       "| setting | ours |", "|---|---|"]  # fmt: skip
             lines += [f"| {k} | {', '.join(map(_show, _values(parsed, k)))} |" for k in settings]
+            if blocks := _block_read(rows):
+                lines += ["", BLOCK_READING_NOTE.format(n=blocks, of=len(rows))]
             continue
         ref = authors[authors["benchmark"].isin(["*", bench])]
         lines += ["| setting | ours | authors' code | | source | what the code does |",
@@ -103,6 +123,9 @@ def protocol_notes(records: pd.DataFrame) -> str:
                 f"| {r['setting']} | {', '.join(map(_show, ours))} | {theirs} | "
                 f"{'' if same else '**departs**'} | {r['source']} | {r['note']} |"
             )
+        if blocks := _block_read(rows):
+            departures += 1
+            lines += ["", BLOCK_READING_NOTE.format(n=blocks, of=len(rows))]
         lines += ["", f"{departures} departure(s)."]
         lines += ["", *(f"- {note}" for note in FIXED_NOTES)]
     return "\n".join(lines) + "\n"
