@@ -22,6 +22,7 @@ LAYERS = {
     "ssmbench.complexity": 2,
     "ssmbench.staleness": 2,
     "ssmbench.config": 2,
+    "ssmbench.params_file": 2,
     "ssmbench.resources": 2,
     "ssmbench.search_space": 2,
     "ssmbench.series_lengths": 2,
