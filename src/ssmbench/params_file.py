@@ -7,6 +7,7 @@ builds the suite grid on them; both raise `ConfigError`.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import yaml
@@ -43,13 +44,12 @@ def read_params(path: str | Path = "params.yaml") -> dict:
             raise ConfigError(_yaml_error_message(path, text, exc)) from exc
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    expected = "expected a mapping with keys " + ", ".join(_required_top_keys())
     if params is None:
-        raise ConfigError(f"{path}: empty; {expected}")
+        raise ConfigError(f"{path}: empty; {_expected_mapping()}")
     if not isinstance(params, dict):
         raise ConfigError(
             f"{path}:{node.start_mark.line + 1}: the file holds a {type(params).__name__}, "
-            f"not a mapping; {expected}"
+            f"not a mapping; {_expected_mapping()}"
         )
     return params
 
@@ -68,11 +68,13 @@ def _load_checked(text: str, path: Path, loader_class) -> tuple[yaml.Node | None
         loader.dispose()
 
 
-def _required_top_keys() -> list[str]:
-    return list(_schema()["required"])
+def _expected_mapping() -> str:
+    return "expected a mapping with keys " + ", ".join(_schema()["required"])
 
 
+@functools.cache
 def _schema() -> dict:
+    """The JSON Schema, read once per process (not to be modified)."""
     return yaml.load(SCHEMA_PATH.read_text(), Loader=FAST_SAFE_LOADER)
 
 

@@ -8,11 +8,10 @@ summation order differs, so parameters move the same within float rounding
 (``s4d.kernels_once_per_batch``). What changes is the size of every activation: on CPU, a
 part whose activations stay under glibc's mmap threshold (32 MiB at most) reuses freed
 heap memory, where a whole batch's tensors are fresh mappings whose pages the kernel
-zero-fills on every allocation. MS4N at B = 64, L = 10,000 trains a step 2.3x faster in
-parts of 2 rows than whole, with an eighth of the peak memory (benchmarks/bench_kernel.py,
-docs/benchmarks.md). On a
-GPU the caching allocator has no such cost and small parts use the device less well:
-leave it unset (null) there.
+zero-fills on every allocation. MS4N at B = 64, L = 10,000 trains a step 2.8x faster in
+parts of 2 rows than whole, with an eighth of the peak memory (benchmarks/bench_kernel.py
+at 3310f7d, docs/benchmarks.md). On a GPU the caching allocator has no such cost and small
+parts use the device less well: leave it unset (null) there.
 
 Refused for models with batch statistics (BatchNorm in training mode normalises over the
 rows it sees, so parts would change the model), and with dropout the masks are drawn per
