@@ -15,8 +15,9 @@ from conftest import REPO
 
 from ssmbench.config import Job, benchmark_settings, job_spec
 from ssmbench.data.errors import DataError
-from ssmbench.data.store import PreparedDataset, stratified_validation_split
+from ssmbench.data.store import PreparedDataset
 from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.data.validation_split import stratified_validation_split
 from ssmbench.models import build_model
 from ssmbench.models.s4d import ChannelDropout
 from ssmbench.report.aggregate import collect_records
@@ -107,7 +108,7 @@ def test_too_few_rows_shuffle_keeps_ten_percent_unstratified():
 
 
 def test_a_stratified_split_exists_only_where_sklearn_can_draw_it():
-    from ssmbench.data.store import stratified_split_exists
+    from ssmbench.data.validation_split import stratified_split_exists
 
     assert stratified_split_exists(np.repeat(np.arange(4), 10), 0.1)  # 4 rows, 4 classes
     assert not stratified_split_exists(HANDWRITING_LIKE, 0.1)  # 15 rows, 26 classes

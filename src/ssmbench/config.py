@@ -514,7 +514,7 @@ def validation_fallbacks(params: dict, suite: str | None = None) -> list[tuple[s
     import math
 
     from ssmbench.data.catalog import UEA_DATASETS
-    from ssmbench.data.store import stratified_split_fits
+    from ssmbench.data.validation_split import stratified_split_fits
 
     found = []
     for bench, dataset in suite_datasets(params, suite):

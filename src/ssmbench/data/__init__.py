@@ -9,7 +9,8 @@
 * :mod:`ssmbench.data.fading_flash` — TIDES' Fading Flash task, generated.
 * :mod:`ssmbench.data.drop_rate` — drop-rate variants of a prepared dataset (TIDES).
 * :mod:`ssmbench.data.store` — the prepared format (``docs/contracts.md``):
-  :class:`PreparedDataset` and :func:`stratified_validation_split`.
+  :class:`PreparedDataset`; :mod:`ssmbench.data.validation_split` — the
+  early-stopping validation rows (:func:`stratified_validation_split`, the authors' split).
 * Shared by the sources: :mod:`ssmbench.data.download` (verified, resumable download, safe
   extraction, stage-then-replace install), :mod:`ssmbench.data.checksums` (the file
   hasher, ``SHA256SUMS``), :mod:`ssmbench.data.provenance` (``provenance.json``).
@@ -17,8 +18,9 @@
 
 from ssmbench.data.catalog import UEA_DATASETS, known_datasets
 from ssmbench.data.errors import DataError
-from ssmbench.data.store import PreparedDataset, stratified_validation_split
+from ssmbench.data.store import PreparedDataset
 from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.data.validation_split import stratified_validation_split
 
 __all__ = [
     "DataError",

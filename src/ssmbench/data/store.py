@@ -18,14 +18,13 @@ to fit in memory. Fold handling hides the two schemes:
   opens fold k's subfolder (any other folder as it is); ``PreparedDataset`` refuses the
   top folder. Inside ``fold{k}/``, ``test_indices(k)`` is that fold's own test split.
 
-``stratified_validation_split`` draws the early-stopping validation set from the
+``ssmbench.data.validation_split`` draws the early-stopping validation set from the
 *training* rows of a fold only.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import mmap
 import os
 from pathlib import Path
@@ -34,6 +33,7 @@ import numpy as np
 
 from ssmbench.data.errors import DataError
 from ssmbench.data.npy_chunks import read_npy_header
+from ssmbench.data.validation_split import index_dtype, rows_where
 
 REQUIRED_FILES = ("X.npy", "y.npy", "meta.json")
 REQUIRED_META = ("N", "C", "L", "task", "fold_scheme", "n_folds")
@@ -44,6 +44,8 @@ FOLD_SCHEMES = ("official_split", "given_folds", "fixed_test_sets", PER_FOLD)
 SINGLE_SPLIT_SCHEMES = ("official_split", "fixed_test_sets")
 #: bytes of rows read at a time when a whole array is checked (first_non_finite)
 SCAN_CHUNK_BYTES = 64 << 20
+#: bytes of an index file's text parsed at a time (_read_indices)
+INDEX_TEXT_BYTES = 16 << 20
 
 
 class PreparedDataset:
@@ -167,7 +169,8 @@ class PreparedDataset:
 
     # ------------------------------------------------------------------ folds
     def test_indices(self, fold: int) -> np.ndarray:
-        """Sorted int64 row indices of fold ``fold``'s test set."""
+        """Sorted row indices of fold ``fold``'s test set, in ``index_dtype(N)`` (int32
+        below 2**31 rows)."""
         if isinstance(fold, bool) or not isinstance(fold, int | np.integer) or fold < 0:
             raise DataError(f"{self.path}: fold must be an integer >= 0, got {fold!r}.")
         fold = int(fold)
@@ -185,11 +188,12 @@ class PreparedDataset:
         return self._test_cache[k]
 
     def train_indices(self, fold: int) -> np.ndarray:
-        """Sorted int64 row indices not in ``test_indices(fold)`` (validation included)."""
+        """Sorted row indices not in ``test_indices(fold)`` (validation included), in
+        ``index_dtype(N)``."""
         test = self.test_indices(fold)
         keep = np.ones(int(self.meta["N"]), dtype=bool)
         keep[test] = False
-        return np.flatnonzero(keep).astype(np.int64)
+        return rows_where(keep, lambda part: part, len(keep) - len(test))
 
     def given_validation_indices(self, fold: int) -> np.ndarray | None:
         """The dataset's own validation rows of ``fold`` (``val_indices_fold_{k}.txt``, e.g.
@@ -315,27 +319,51 @@ class PreparedDataset:
         return None if first is None else (count, first)
 
     def _read_indices(self, k: int, name: str | None = None) -> np.ndarray:
+        """A fold's index file, sorted and checked, in ``index_dtype(N)`` (int32 below 2**31
+        rows): parsed ``INDEX_TEXT_BYTES`` of text at a time, so reading S2Agri's 11.8 M
+        test rows holds their 4 bytes each, not a Python string per row."""
         path = self.path / (name or f"test_indices_fold_{k}.txt")
         if not path.is_file():
             raise DataError(f"{path}: missing. Run the prepare step again.")
-        try:
-            idx = np.array(path.read_text(encoding="utf-8").split(), dtype=np.int64)
-        except ValueError as e:
-            raise DataError(
-                f"{path}: expected one integer row index per line ({e}). Run the prepare "
-                f"step again."
-            ) from e
         N = int(self.meta["N"])
+        parts = []
+        with open(path, "rb") as f:
+            tail = b""
+            while True:
+                block = f.read(INDEX_TEXT_BYTES)
+                text, cut = tail + block, len(tail) + len(block)
+                if block:  # parse up to the last line break; the rest joins the next block
+                    cut = max(text.rfind(b"\n"), text.rfind(b" ")) + 1
+                text, tail = text[:cut], text[cut:]
+                try:  # (numpy parses text of whitespace alone as [0]: skipped)
+                    idx = np.fromstring(text.decode("ascii"), dtype=np.int64, sep=" ") \
+                        if text.strip() else np.empty(0, np.int64)  # fmt: skip
+                except (ValueError, UnicodeDecodeError) as e:
+                    raise DataError(
+                        f"{path}: expected one integer row index per line ({e}). Run the "
+                        f"prepare step again."
+                    ) from e
+                if idx.size and (idx.min() < 0 or idx.max() >= N):
+                    raise DataError(
+                        f"{path}: index out of range [0, {N}) ({idx.min()}..{idx.max()}). "
+                        f"Run the prepare step again."
+                    )
+                parts.append(idx.astype(index_dtype(N)))
+                if not block:
+                    break
+        idx = np.concatenate(parts)
+        del parts
         if idx.size == 0:
             raise DataError(f"{path}: empty index set. Run the prepare step again.")
-        if idx.min() < 0 or idx.max() >= N:
-            raise DataError(
-                f"{path}: index out of range [0, {N}) ({idx.min()}..{idx.max()}). Run the "
-                f"prepare step again."
-            )
-        if np.unique(idx).size != idx.size:
+        idx.sort()
+        if (idx[1:] == idx[:-1]).any():
             raise DataError(f"{path}: duplicate row indices. Run the prepare step again.")
-        return np.sort(idx)
+        return idx
+
+    def label_chunks(self, chunk_bytes: int = SCAN_CHUNK_BYTES):
+        """(first row, labels) of y.npy, ``chunk_bytes`` at a time, read with plain reads
+        (not the memory map: its pages would stay in the process's resident set)."""
+        return _row_chunks(self.path / "y.npy", chunk_bytes)
 
 
 def _scheme_of(path: Path) -> str | None:
@@ -416,107 +444,3 @@ def _row_chunks(path: Path, chunk_bytes: int, like: str | None = None):
             if f.readinto(view) != len(view):
                 raise DataError(f"{path}: ended early at row {start}. Run the prepare step again.")
             yield start, np.frombuffer(view, dtype=dtype).reshape((n_rows, *shape[1:]))
-
-
-def stratified_split_fits(n_rows: int, n_classes: int, fraction: float) -> bool:
-    """Whether both parts of a ``fraction`` split of `n_rows` (sklearn's rounding) can hold
-    one row of each of `n_classes` classes; what the catalog's counts can tell."""
-    n_val = math.ceil(float(fraction) * n_rows)
-    return n_val >= n_classes and n_rows - n_val >= n_classes
-
-
-def stratified_split_exists(y_train_labels, fraction: float) -> bool:
-    """Whether ``StratifiedShuffleSplit(test_size=fraction)`` can split these labels: every
-    class has 2 samples or more and both parts can hold one of each class."""
-    y = np.asarray(y_train_labels)
-    _, counts = np.unique(y, return_counts=True)
-    return bool(counts.min() >= 2 and stratified_split_fits(y.size, counts.size, fraction))
-
-
-#: What `stratified_validation_split` does when a stratified split of the asked size
-#: cannot exist (params.yaml's ``protocol.val_split_fallback``).
-VALIDATION_FALLBACKS = ("shuffle", "per_class", "error")
-
-
-def stratified_validation_split(
-    y_train_labels, fraction: float, seed: int, fallback: str = "per_class"
-) -> tuple[np.ndarray, np.ndarray]:
-    """Split training rows into (train, validation), stratified by class.
-
-    Returns sorted int64 positions *into* ``y_train_labels`` (local indices): map them
-    through the fold's ``train_indices`` to get dataset rows. The test rows never enter.
-
-    ``sklearn.model_selection.StratifiedShuffleSplit(n_splits=1, test_size=fraction,
-    random_state=seed)``, the MS4N authors' split, when it can honour stratification: every
-    class has at least 2 samples and both parts can hold one sample of each class. Where
-    it cannot (sklearn raises: e.g. Handwriting's 15 validation rows for 26 classes, or a
-    class with a single sample), ``fallback`` says what happens:
-
-    * ``shuffle``: ``ShuffleSplit`` with the same size and seed, not stratified: the
-      authors' 10% kept, stratification dropped.
-    * ``per_class``: a per-class draw with the same seed: a class with one sample goes
-      wholly to train; a class with ``n >= 2`` samples gives
-      ``min(n - 1, max(1, round(fraction * n)))`` to validation, so every such class is
-      validated (more than ``fraction`` of the rows: 17% of Handwriting's).
-    * ``error``: a `DataError` naming the counts, as the authors' code would stop.
-    """
-    y = np.asarray(y_train_labels)
-    if y.ndim != 1 or y.size == 0:
-        raise DataError(f"validation split: expected a non-empty 1-D label array, got {y.shape}.")
-    if not 0.0 < float(fraction) < 1.0:
-        raise DataError(
-            f"validation split: fraction {fraction} must be in (0, 1). Fix "
-            f"protocol.val_fraction in params.yaml."
-        )
-    if fallback not in VALIDATION_FALLBACKS:
-        raise DataError(
-            f"validation split: fallback {fallback!r} is not one of "
-            f"{', '.join(VALIDATION_FALLBACKS)}. Fix protocol.val_split_fallback in params.yaml."
-        )
-    n = y.size
-    classes, counts = np.unique(y, return_counts=True)
-    n_val = math.ceil(float(fraction) * n)  # sklearn's rounding for a float test_size
-    if stratified_split_exists(y, fraction):
-        from sklearn.model_selection import StratifiedShuffleSplit
-
-        sss = StratifiedShuffleSplit(n_splits=1, test_size=float(fraction), random_state=seed)
-        tr, va = next(sss.split(np.zeros(n), y))
-        return np.sort(tr).astype(np.int64), np.sort(va).astype(np.int64)
-
-    if fallback == "error":
-        why = (
-            f"its smallest class has {int(counts.min())} sample(s)"
-            if counts.min() < 2
-            else f"{fraction:g} of {n} rows is {n_val} rows, fewer than the {classes.size} classes"
-            if n_val < classes.size
-            else f"{n - n_val} rows would be left to train on for {classes.size} classes"
-        )
-        raise DataError(
-            f"validation split: no stratified split of {fraction:g} exists: {why}. Set "
-            f"protocol.val_split_fallback to shuffle or per_class in params.yaml."
-        )
-    if fallback == "shuffle":
-        from sklearn.model_selection import ShuffleSplit
-
-        tr, va = next(
-            ShuffleSplit(n_splits=1, test_size=float(fraction), random_state=seed).split(y)
-        )
-        return np.sort(tr).astype(np.int64), np.sort(va).astype(np.int64)
-
-    rng = np.random.default_rng(seed)
-    val_parts = []
-    for cls, cnt in zip(classes, counts, strict=True):
-        if cnt < 2:
-            continue
-        members = np.flatnonzero(y == cls)
-        k = min(int(cnt) - 1, max(1, round(float(fraction) * int(cnt))))
-        val_parts.append(rng.choice(members, size=k, replace=False))
-    if not val_parts:
-        raise DataError(
-            f"validation split: every class has a single training sample ({n} samples), so "
-            f"no stratified validation set exists. Use a dataset with more training data."
-        )
-    val = np.sort(np.concatenate(val_parts)).astype(np.int64)
-    mask = np.ones(n, dtype=bool)
-    mask[val] = False
-    return np.flatnonzero(mask).astype(np.int64), val

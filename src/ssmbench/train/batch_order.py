@@ -128,20 +128,21 @@ def full_order(train_idx: np.ndarray, generator: torch.Generator) -> np.ndarray:
 def epoch_order(
     train_idx: np.ndarray, generator: torch.Generator, block_rows: int, buffer_blocks: int
 ) -> np.ndarray:
-    """A block-shuffled permutation of ``train_idx`` (int64): the sorted rows cut into
-    blocks of ``block_rows`` consecutive positions, the blocks shuffled, then the rows of
-    each window of ``buffer_blocks`` consecutive blocks (in the shuffled block order)
-    shuffled together. Every row exactly once; drawn from ``generator`` only."""
+    """A block-shuffled permutation of ``train_idx`` (in its dtype): the sorted rows cut
+    into blocks of ``block_rows`` consecutive positions, the blocks shuffled, then the rows
+    of each window of ``buffer_blocks`` consecutive blocks (in the shuffled block order)
+    shuffled together. Every row exactly once; drawn from ``generator`` only. Holds the
+    order and one window's positions: sorted rows (as `split_fold` gives) are not copied."""
     if isinstance(block_rows, bool) or int(block_rows) < 1:
         raise ValueError(f"block_rows must be >= 1, got {block_rows!r}")
     if isinstance(buffer_blocks, bool) or int(buffer_blocks) < 1:
         raise ValueError(f"buffer_blocks must be >= 1, got {buffer_blocks!r}")
     block_rows, buffer_blocks = int(block_rows), int(buffer_blocks)
-    rows = np.sort(np.asarray(train_idx, dtype=np.int64))
+    rows = sorted_rows(train_idx)
     n = len(rows)
     n_blocks = math.ceil(n / block_rows)
     blocks = torch.randperm(n_blocks, generator=generator).numpy()
-    order = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=rows.dtype)
     at = 0
     for w in range(0, n_blocks, buffer_blocks):
         window = blocks[w : w + buffer_blocks]
@@ -152,6 +153,16 @@ def epoch_order(
         order[at : at + len(shuffled)] = rows[shuffled]
         at += len(shuffled)
     return order
+
+
+def sorted_rows(rows: np.ndarray) -> np.ndarray:
+    """``rows`` as a sorted integer array: itself when it is one already (no copy)."""
+    rows = np.asarray(rows)
+    if rows.dtype.kind not in "iu":
+        rows = rows.astype(np.int64)
+    if len(rows) > 1 and not (rows[1:] >= rows[:-1]).all():
+        rows = np.sort(rows)
+    return rows
 
 
 def plan_order(plan: ReadingPlan | None, train_idx: np.ndarray, generator) -> np.ndarray:
@@ -182,7 +193,7 @@ class BlockReader:
         self.shape, self.dtype, self.ndim = shape, np.dtype(dtype), len(shape)
         self.row_shape = shape[1:]
         self.row_bytes = int(np.prod(self.row_shape, dtype=np.int64)) * self.dtype.itemsize
-        self.rows = np.sort(np.asarray(rows, dtype=np.int64))
+        self.rows = sorted_rows(rows)  # shared with the run's own (sorted) rows
         self.block_rows, self.cache_blocks = int(block_rows), max(1, int(cache_blocks))
         # block -> (its first file row, its rows, the buffer holding them)
         self.cache: OrderedDict[int, tuple[int, np.ndarray, np.ndarray]] = OrderedDict()

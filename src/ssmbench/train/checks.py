@@ -56,13 +56,18 @@ def _check_labels(dataset, rows=None) -> None:
             f"{path / 'y.npy'}: dtype {y.dtype}; a classification dataset's labels are "
             f"integer class ids 0..{n_classes - 1}. Run the prepare step again."
         )
-    labels = np.asarray(y if rows is None else y[rows])
-    bad = np.flatnonzero((labels < 0) | (labels >= n_classes))
-    if bad.size:
-        row = int(bad[0]) if rows is None else int(rows[bad[0]])
-        bad_label = int(labels[bad[0]])
+    # all rows: read a chunk at a time (the memory map's pages would stay in the RSS)
+    chunks = dataset.label_chunks() if rows is None else [(0, np.asarray(y[rows]))]
+    count, row, bad_label = 0, None, None
+    for start, labels in chunks:
+        bad = np.flatnonzero((labels < 0) | (labels >= n_classes))
+        if bad.size and row is None:
+            row = start + int(bad[0]) if rows is None else int(rows[bad[0]])
+            bad_label = int(labels[bad[0]])
+        count += bad.size
+    if count:
         raise DataError(
-            f"{path / 'y.npy'}: {bad.size} label(s) outside [0, {n_classes}) (meta.json's "
+            f"{path / 'y.npy'}: {count} label(s) outside [0, {n_classes}) (meta.json's "
             f"n_classes), the first {bad_label} at row {row}. Run the prepare step "
             f"again."
         )

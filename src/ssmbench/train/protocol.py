@@ -220,7 +220,7 @@ class _DeepTraining:
         if data.val_split in ("shuffle", "per_class"):
             n_rows, val_classes = (
                 len(data.train_idx) + len(data.val_idx),
-                set(data.dataset.y[data.val_idx]),
+                set(data.y[data.val_idx].tolist()),
             )
             log(
                 f"warning: [{self.name}] no stratified validation split of "
@@ -347,7 +347,7 @@ class _DeepTraining:
             loss_sum, second, n_rows = 0.0, 0.0, 0
         self.model.train()
         batches = batches_of(
-            data.objective, data.train_X(), data.dataset.y, data.mask,
+            data.objective, data.train_X(), data.y, data.mask,
             order[step * batch_size :], batch_size, inputs=data.inputs,
         )  # fmt: skip
         for xb, yb, mb, extra in batches:

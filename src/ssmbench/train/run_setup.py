@@ -8,6 +8,7 @@ once, or block-shuffled epochs from disk. ``ssmbench.train.protocol`` trains fro
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 from dataclasses import dataclass, field
@@ -21,12 +22,7 @@ from ssmbench.train.batch_order import BLOCKS, MEMORY, BlockReader, plan_reading
 from ssmbench.train.checks import check_inputs, check_split
 from ssmbench.train.evaluation import evaluate
 from ssmbench.train.objective import Objective
-from ssmbench.train.splits import (
-    batch_size_for,
-    split_indices,
-    validation_method,
-    validation_seed,
-)
+from ssmbench.train.splits import batch_size_for, split_fold, validation_seed
 
 
 def seed_everything(seed: int, deterministic: bool = True) -> None:
@@ -73,7 +69,8 @@ class FoldData:
     into_memory: bool = True
     X_memory: np.ndarray | None = None
     _train_reader: Any = None
-    _eval_readers: dict = field(default_factory=dict)  # row set's bytes -> its BlockReader
+    _eval_readers: dict = field(default_factory=dict)  # row set's digest -> its BlockReader
+    _labels: np.ndarray | None = None
 
     def _in_memory(self) -> np.ndarray | None:
         """X in memory (read on the first call), or None when it is not read so."""
@@ -103,13 +100,29 @@ class FoldData:
         if self._in_memory() is not None:
             return self.X_memory
         if self.reading is not None and self.reading.mode == BLOCKS:
-            key = np.asarray(rows, dtype=np.int64).tobytes()
+            rows = np.ascontiguousarray(rows)
+            key = hashlib.blake2b(rows, digest_size=16, person=rows.dtype.str.encode()).digest()
             if key not in self._eval_readers:
                 self._eval_readers[key] = BlockReader(
                     self.dataset.path / "X.npy", rows, self.reading.block_rows, 2
                 )
             return self._eval_readers[key]
         return self.dataset.X
+
+    @property
+    def y(self) -> np.ndarray:
+        """y as batches and evaluations read it: the memory map, or in block mode a
+        classification's labels read once into the smallest integer type (1 byte a row
+        below 256 classes), where the map's int64 pages would build up in the resident set
+        over an epoch (8 bytes a row)."""
+        if self._labels is None and self.reading is not None and self.reading.mode == BLOCKS \
+                and self.objective.task == "classification":  # fmt: skip
+            n_classes = int(self.dataset.meta["n_classes"])  # labels checked in [0, n_classes)
+            labels = np.empty(len(self.dataset.y), dtype=np.min_scalar_type(n_classes - 1))
+            for start, chunk in self.dataset.label_chunks():
+                labels[start : start + len(chunk)] = chunk
+            self._labels = labels
+        return self.dataset.y if self._labels is None else self._labels
 
     def target_var(self, rows) -> float | None:
         """The variance (ddof 0) of the observed regression targets of ``rows``; None for
@@ -125,7 +138,7 @@ class FoldData:
         self, model, rows, batch_size, device, stage: str, with_mae: bool = False
     ) -> tuple[float, ...]:
         return evaluate(
-            model, self.objective, self.rows_X(rows), self.dataset.y, self.mask, rows,
+            model, self.objective, self.rows_X(rows), self.y, self.mask, rows,
             batch_size, device, stage, inputs=self.inputs, with_mae=with_mae,
         )  # fmt: skip
 
@@ -167,7 +180,7 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
             f"{spec['dataset']} is a regression task: monitor {monitor!r} has no meaning "
             f"there; set monitor: val_loss for benchmark {spec['benchmark']!r} in params.yaml"
         )
-    train_idx, val_idx, test_idx = split_indices(
+    train_idx, val_idx, test_idx, method = split_fold(
         dataset, fold, settings["val_fraction"], validation_seed(settings, seed),
         settings.get("val_split_fallback", "per_class"),
     )  # fmt: skip
@@ -179,9 +192,6 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
         check_inputs(dataset, fold)
         test_sets = dataset.test_sets(fold)
     check_split(dataset, fold, train_idx, val_idx, settings["val_fraction"])
-    method = validation_method(
-        dataset, fold, settings["val_fraction"], settings.get("val_split_fallback", "per_class")
-    )
     data = FoldData(dataset, objective, mask, train_idx, val_idx, test_idx, test_sets, method)
     # protocol.reading: X into memory once when it fits the budget, else block-shuffled
     # epochs read from disk (ssmbench.train.batch_order)

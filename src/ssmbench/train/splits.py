@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -29,40 +30,40 @@ def validation_seed(settings: dict, run_seed: int) -> int:
     return int(run_seed) if chosen == "run" else int(chosen)
 
 
-def validation_method(dataset, fold: int, val_fraction: float, fallback: str) -> str:
-    """How `split_indices` draws the fold's validation rows: ``given`` (the dataset's own),
-    ``random`` (regression), ``stratified``, or the fallback's name (``shuffle``,
-    ``per_class``) where no stratified split of that size exists."""
-    from ssmbench.data.store import stratified_split_exists
+class FoldSplit(NamedTuple):
+    """A fold's rows (sorted, ``index_dtype(N)`` for a drawn split) and how its validation
+    rows were drawn: ``given`` (the dataset's own), ``random`` (regression),
+    ``stratified``, or the fallback's name (``shuffle``, ``per_class``) where no
+    stratified split of that size exists."""
 
-    if dataset.given_validation_indices(fold) is not None:
-        return "given"
-    if dataset.meta.get("task", "classification") != "classification":
-        return "random"
-    pool = np.asarray(dataset.train_indices(fold), dtype=np.int64)
-    return "stratified" if stratified_split_exists(dataset.y[pool], val_fraction) else fallback
+    train: np.ndarray
+    val: np.ndarray
+    test: np.ndarray
+    method: str
 
 
-def split_indices(dataset, fold: int, val_fraction: float, seed: int, fallback: str = "per_class"):
-    """(train, val, test) row indices of a fold. Validation comes from the training part:
-    the dataset's own validation rows when it has them (Physiome-ODE's 70/20/10), else a
-    stratified draw (classification; `fallback` where no stratified split of that size
-    exists: ``ssmbench.data.store.stratified_validation_split``) or a seeded random draw
-    (regression) of ``val_fraction`` of the training rows, with `seed`."""
+def split_fold(dataset, fold: int, val_fraction: float, seed: int, fallback: str = "per_class"):
+    """The `FoldSplit` of a fold. Validation comes from the training part: the dataset's
+    own validation rows when it has them (Physiome-ODE's 70/20/10), else a stratified draw
+    (classification; `fallback` where no stratified split of that size exists:
+    ``ssmbench.data.validation_split.split_rows``, the rows of the authors'
+    ``StratifiedShuffleSplit`` in a few bytes a row) or a seeded random draw (regression)
+    of ``val_fraction`` of the training rows, with `seed`."""
     from ssmbench.data.errors import DataError
-    from ssmbench.data.store import stratified_validation_split
+    from ssmbench.data.validation_split import split_rows
 
-    test_idx = np.asarray(dataset.test_indices(fold), dtype=np.int64)
-    pool = np.asarray(dataset.train_indices(fold), dtype=np.int64)
+    test_idx = dataset.test_indices(fold)
     given = dataset.given_validation_indices(fold)
     if given is not None:
-        val_idx = np.asarray(given, dtype=np.int64)
-        train_idx = np.setdiff1d(pool, val_idx)
+        val_idx, method = given, "given"
+        train_idx = np.setdiff1d(dataset.train_indices(fold), val_idx)
     elif dataset.meta.get("task", "classification") == "classification":
-        y_pool = np.asarray(dataset.y[pool])
-        tr_local, val_local = stratified_validation_split(y_pool, val_fraction, seed, fallback)
-        train_idx, val_idx = pool[np.asarray(tr_local)], pool[np.asarray(val_local)]
+        train_idx, val_idx, method = split_rows(
+            dataset.label_chunks, int(dataset.meta["N"]), val_fraction, seed, fallback,
+            outside=test_idx,
+        )  # fmt: skip
     else:
+        pool = dataset.train_indices(fold)
         n_val = max(1, math.ceil(float(val_fraction) * len(pool)))
         if n_val >= len(pool):
             raise DataError(
@@ -70,12 +71,19 @@ def split_indices(dataset, fold: int, val_fraction: float, seed: int, fallback: 
                 f"of its {len(pool)} training rows to train on. Lower protocol.val_fraction."
             )
         chosen = np.random.default_rng(seed).permutation(len(pool))[:n_val]
-        val_idx = np.sort(pool[chosen])
+        val_idx, method = np.sort(pool[chosen]), "random"
         train_idx = np.setdiff1d(pool, val_idx)
     # The protocol's one hard rule: nothing of the test fold is used before testing.
-    if np.intersect1d(val_idx, test_idx).size or np.intersect1d(train_idx, test_idx).size:
+    in_test = np.zeros(int(dataset.meta["N"]), dtype=bool)
+    in_test[test_idx] = True
+    if in_test[val_idx].any() or in_test[train_idx].any():
         raise AssertionError(f"fold {fold}: train/validation indices overlap the test fold")
-    return train_idx, val_idx, test_idx
+    return FoldSplit(train_idx, val_idx, test_idx, method)
+
+
+def split_indices(dataset, fold: int, val_fraction: float, seed: int, fallback: str = "per_class"):
+    """(train, val, test) row indices of a fold: `split_fold` without its method."""
+    return tuple(split_fold(dataset, fold, val_fraction, seed, fallback)[:3])
 
 
 def iterate_batches(
