@@ -1,59 +1,208 @@
-"""The row-index memory of a block-shuffled run, per training row: what grows with N even
-when X is read from disk a window at a time.
+"""The row-index memory of a block-shuffled run, per row: what a run holds that grows with
+N even when X is read from disk a window at a time.
 
-It draws the authors' validation split (scikit-learn's ``StratifiedShuffleSplit``,
-test_size 0.1, random_state 1234, as ``ssmbench.train.splits``) on N random labels, then one
-epoch's block-shuffled order (``ssmbench.train.batch_order.epoch_order``) and the sorted
-row list a ``BlockReader`` keeps, and prints the RSS they keep and the peak (VmHWM) they
-reach, in MiB and in bytes per row split (a fold's non-test rows), with what that comes to
-at S2Agri's size (MONSTER, 59,268,823 rows, 4/5 of them outside a fold's test rows).
+It writes a prepared dataset of S2Agri's shape (MONSTER's format: five given folds;
+``--rows`` rows of 10 channels x 24 steps, X a sparse file of zeros, so that it takes no
+disk and the row indices are what is measured; ``--classes`` labels drawn with unequal
+class sizes) and, each in its own process, measures from a baseline taken after the
+imports:
 
-Usage: python benchmarks/bench_row_indices.py [--rows 5000000] [--classes 17]
+* ``ours``: what ``ssmbench train`` holds in block mode: ``run_setup.set_up`` (the fold's
+  rows, the authors' validation split drawn by ``ssmbench.data.validation_split``, the
+  checks, an MS4N), then one epoch's block-shuffled order (`plan_order`), the training
+  ``BlockReader``, the validation and test readers and the labels (``FoldData.y``), one
+  batch read through each; then the batches of the epoch's first `TRAIN_WINDOWS`
+  windows read (the reader's cache at its size) and `TRAIN_STEPS` of them trained on
+  (MS4N, Adam): the whole run's peak;
+* ``anchor``: the same rows the way scikit-learn draws them, as ssmbench did before: the
+  index file parsed with ``str.split``, int64 pool and labels, ``StratifiedShuffleSplit``
+  (test_size 0.1, random_state 1234), an int64 copy of the training rows for the order
+  and one for the reader.
+
+Both are run at ``--rows`` (default S2Agri's 59,268,823) and at a quarter of it, and it
+prints the RSS kept (VmRSS) and the peak (VmHWM) above the baseline, after the split and
+after the rest, in MiB and per row, and the slope between the two sizes (bytes per added
+row). The validation rows of both are checked to be the same. The set-up's checks read
+all of X (sparse: about 2 minutes at S2Agri's size here).
+
+Usage: python benchmarks/bench_row_indices.py [--rows 59268823] [--classes 17] [--workdir DIR]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import itertools
+import json
+import math
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import numpy as np
-import torch
 from proc_status import memory_bytes
-from sklearn.model_selection import StratifiedShuffleSplit
 
-from ssmbench.train.batch_order import epoch_order
-
-#: S2Agri's rows outside one fold's test rows (MONSTER's 5 folds)
-S2AGRI_SPLIT_ROWS = 59_268_823 * 4 // 5
+ROOT = Path(__file__).resolve().parents[1]
+S2AGRI_ROWS, C, L = 59_268_823, 10, 24
+#: windows of block-shuffled batches read, and steps trained on, after the set-up
+TRAIN_WINDOWS, TRAIN_STEPS = 2.2, 20
+N_FOLDS = 5
 MIB = 1 << 20
+
+
+def make(folder: Path, n: int, n_classes: int) -> None:
+    """A prepared given_folds dataset of n rows of S2Agri's shape, X sparse zeros."""
+    rng = np.random.default_rng(0)
+    folder.mkdir(parents=True)
+    X = np.lib.format.open_memmap(folder / "X.npy", "w+", np.float32, (n, C, L))
+    del X  # the file is sized by a truncate: nothing written, no disk used
+    weights = 1.0 / np.arange(1, n_classes + 1)  # unequal classes, the largest ~30%
+    np.save(folder / "y.npy", rng.choice(n_classes, n, p=weights / weights.sum()))
+    folds = rng.permutation(n) % N_FOLDS
+    for k in range(N_FOLDS):
+        rows = np.flatnonzero(folds == k)
+        (folder / f"test_indices_fold_{k}.txt").write_text("\n".join(map(str, rows)) + "\n")
+    meta = {"name": "RowIndices", "benchmark": "monster", "task": "classification",
+            "N": n, "C": C, "L": L, "n_classes": n_classes, "fold_scheme": "given_folds",
+            "n_folds": N_FOLDS}  # fmt: skip
+    (folder / "meta.json").write_text(json.dumps(meta))
+
+
+def measure(kind: str, folder: Path) -> dict:
+    import torch
+
+    from ssmbench.config import Job, job_spec, load_params
+    from ssmbench.data.store import PreparedDataset
+    from ssmbench.train.batch_order import epoch_order, plan_order, plan_reading
+    from ssmbench.train.run_setup import set_up
+    from ssmbench.train.splits import iterate_batches
+
+    if kind == "anchor":
+        from sklearn.model_selection import StratifiedShuffleSplit
+    else:
+        import ssmbench.models  # noqa: F401 - imported before the baseline, as sklearn is
+    base = memory_bytes("VmRSS")
+    if kind == "ours":
+        job = Job("monster", "Pedestrian", "MS4N", 0)
+        spec = job_spec(load_params(ROOT / "params.yaml"), job)
+        spec["prepared_dir"] = str(folder)
+        reading = spec["settings"].get("reading") or {}
+        spec["settings"]["reading"] = {**reading, "in_memory_max_gb": 0}  # block mode
+        spec["settings"]["val_split_seed"] = 1234
+        run = set_up(spec, 1)
+        data = run.data
+        split = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base
+        order = plan_order(data.reading, data.train_idx, torch.Generator().manual_seed(0))
+        for rows, full in ((order, None), (data.val_idx, data.val_idx),
+                           (data.test_idx, data.test_idx)):  # fmt: skip
+            X = data.train_X() if full is None else data.rows_X(full)
+            next(iterate_batches(X, data.y, rows[:256], 256))
+        rest = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base
+        # then training: the first TRAIN_WINDOWS windows' batches read (the reader's cache
+        # full), TRAIN_STEPS of them trained on (forward, backward, Adam)
+        window_rows = data.reading.block_rows * data.reading.buffer_blocks
+        n_batches = math.ceil(TRAIN_WINDOWS * window_rows / run.batch_size)
+        optimizer = torch.optim.Adam(run.model.parameters(), lr=1e-3)
+        batches = iterate_batches(data.train_X(), data.y, order, run.batch_size)
+        for step, (xb, yb) in enumerate(itertools.islice(batches, n_batches)):
+            if step < TRAIN_STEPS:
+                optimizer.zero_grad(set_to_none=True)
+                torch.nn.functional.cross_entropy(run.model(xb), yb).backward()
+                optimizer.step()
+        val, n_train = data.val_idx, len(data.train_idx)
+    else:
+        ds = PreparedDataset(folder)
+        text = (folder / "test_indices_fold_0.txt").read_text()
+        test = np.sort(np.array(text.split(), np.int64))
+        del text
+        keep = np.ones(ds.meta["N"], bool)
+        keep[test] = False
+        pool = np.flatnonzero(keep).astype(np.int64)
+        y_pool = np.asarray(ds.y[pool])
+        split = StratifiedShuffleSplit(n_splits=1, test_size=0.1, random_state=1234)
+        tr, va = next(split.split(np.zeros(len(pool)), y_pool))
+        train, val = pool[np.sort(tr)], pool[np.sort(va)]
+        split = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base
+        reading = load_params(ROOT / "params.yaml")["protocol"].get("reading") or {}
+        plan = plan_reading({"reading": {**reading, "in_memory_max_gb": 0}}, ds.X.shape)
+        order = epoch_order(np.sort(train.astype(np.int64)), torch.Generator().manual_seed(0),
+                            plan.block_rows, plan.buffer_blocks)  # fmt: skip
+        reader_rows = np.sort(train)  # what a BlockReader over the training rows kept
+        n_train = len(reader_rows)
+        del tr, va, y_pool
+        rest = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base
+    kept, peak = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base
+    return {"split_kept": split[0], "split_peak": split[1], "rest_kept": rest[0],
+            "rest_peak": rest[1], "kept": kept, "peak": peak, "vmhwm": memory_bytes("VmHWM"),
+            "n_train": n_train, "order": len(order),
+            "val_sha": hashlib.sha256(np.asarray(val, np.int64)).hexdigest()}  # fmt: skip
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=5_000_000)
+    parser.add_argument("--rows", type=int, default=S2AGRI_ROWS)
     parser.add_argument("--classes", type=int, default=17)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--measure", nargs=2, help=argparse.SUPPRESS)  # kind folder
     args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure[0], Path(args.measure[1]))))
+        return
 
-    y = np.random.default_rng(0).integers(0, args.classes, args.rows).astype(np.int64)
-    base = memory_bytes("VmRSS")
-    split = StratifiedShuffleSplit(n_splits=1, test_size=0.1, random_state=1234)
-    train_idx, val_idx = next(split.split(np.zeros((args.rows, 1)), y))
-    split_kept, split_peak = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base
-    order = epoch_order(train_idx, torch.Generator().manual_seed(0), 4096, 32)
-    reader_rows = np.sort(train_idx)  # what a BlockReader over the training rows keeps
-    kept, peak = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base
-    n_train = len(train_idx)
-    assert len(order) == len(reader_rows) == n_train
+    workdir = Path(tempfile.mkdtemp(prefix="bench_rows_", dir=args.workdir))
+    try:
+        results = {}
+        sizes = (args.rows // 4, args.rows)
+        for n in sizes:
+            folder = workdir / f"n{n}"
+            make(folder, n, args.classes)
+            for kind in ("anchor", "ours"):
+                out = subprocess.run(
+                    [sys.executable, __file__, "--measure", kind, str(folder)],
+                    check=True, capture_output=True, text=True,
+                )  # fmt: skip
+                results[kind, n] = json.loads(out.stdout.strip().splitlines()[-1])
+            shutil.rmtree(folder)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
 
-    print(f"{args.rows:,} rows split ({n_train:,} training), {args.classes} classes; "
-          f"y itself {y.nbytes / MIB:.0f} MiB")  # fmt: skip
-    for what, k, p in (("after the split", split_kept, split_peak),
-                       ("+ order, reader rows", kept, peak)):  # fmt: skip
-        print(f"  {what:<21} kept {k / MIB:6.0f} MiB, peak {p / MIB:6.0f} MiB")
-    per_kept, per_peak = kept / args.rows, peak / args.rows
-    print(f"  per row split: kept {per_kept:.1f} B, peak {per_peak:.1f} B")
-    print(f"  at S2Agri ({S2AGRI_SPLIT_ROWS:,} rows split): kept "
-          f"{per_kept * S2AGRI_SPLIT_ROWS / 1e9:.1f} GB, peak "
-          f"{per_peak * S2AGRI_SPLIT_ROWS / 1e9:.1f} GB")  # fmt: skip
+    small, large = sizes
+    print(f"S2Agri's rows ({C} x {L} float32), {args.classes} classes, fold 0 of {N_FOLDS} "
+          f"given folds, validation 0.1 (seed 1234), params.yaml's block sizes; RSS above "
+          f"the imports:")  # fmt: skip
+    for kind, what in (("anchor", "scikit-learn split, int64 rows + copies (before)"),
+                       ("ours", "ssmbench set_up + block order + readers + labels")):  # fmt: skip
+        print(f"  {kind}: {what}")
+        stages = [("split", "split_kept", "split_peak"),
+                  ("+ order, readers", "rest_kept", "rest_peak")]  # fmt: skip
+        if kind == "ours":
+            stages.append((f"+ {TRAIN_STEPS} steps", "kept", "peak"))
+        for stage, kept, peak in stages:
+            for n in sizes:
+                r = results[kind, n]
+                print(f"    {stage:<16} N {n:>11,}: kept {r[kept] / MIB:6.0f} MiB "
+                      f"({r[kept] / n:5.1f} B/row), peak {r[peak] / MIB:6.0f} MiB "
+                      f"({r[peak] / n:5.1f} B/row)")  # fmt: skip
+            lo, hi = results[kind, small], results[kind, large]
+            slope_kept = (hi[kept] - lo[kept]) / (large - small)
+            slope_peak = (hi[peak] - lo[peak]) / (large - small)
+            print(f"    {stage:<16} slope: kept {slope_kept:.1f} B/row, peak {slope_peak:.1f} "
+                  f"B/row; at S2Agri ({S2AGRI_ROWS:,} rows) kept "
+                  f"{slope_kept * S2AGRI_ROWS / MIB:,.0f} MiB, peak "
+                  f"{slope_peak * S2AGRI_ROWS / MIB:,.0f} MiB")  # fmt: skip
+    for n in sizes:
+        same = results["anchor", n]["val_sha"] == results["ours", n]["val_sha"]
+        print(f"  N {n:,}: validation rows {'the same' if same else 'DIFFER'} "
+              f"({results['ours', n]['n_train']:,} training rows)")  # fmt: skip
+        if not same:
+            raise SystemExit("the validation rows differ from scikit-learn's")
+    ratio = results["ours", large]["rest_peak"] / results["anchor", large]["rest_peak"]
+    print(f"  peak of the split, order and readers, ours / anchor at N {large:,}: {ratio:.3f}")
+    for n in sizes:
+        print(f"  ours, the whole process's peak (VmHWM, imports included) at N {n:,}: "
+              f"{results['ours', n]['vmhwm'] / MIB:,.0f} MiB")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -262,6 +262,10 @@ def test_x_is_read_into_memory_by_training_only(project):
     assert isinstance(blocks.data.train_X(), BlockReader)
     rows = np.sort(blocks.data.train_idx[:9])
     assert np.array_equal(blocks.data.train_X()[rows], X[rows])
+    # block mode reads the labels once, in the smallest type; memory mode keeps the map
+    labels = blocks.data.y
+    assert labels.dtype == np.uint8 and np.array_equal(labels, blocks.data.dataset.y)
+    assert isinstance(run.data.y, np.memmap)
 
 
 def test_a_block_around_a_test_fold_reads_its_own_rows_only(tmp_path):
