@@ -4,10 +4,11 @@ that does not grow past a few bytes per row.
 The MS4N authors draw them with scikit-learn's ``StratifiedShuffleSplit(n_splits=1,
 test_size=0.1, random_state=1234)`` (scikit-learn 1.9, ``model_selection/_split.py``).
 That class builds Python lists of the chosen positions (~40 bytes a row) and int64 arrays
-of the whole label vector several times over: 78 bytes a row at its peak, 3.7 GB for a
-fold of MONSTER's S2Agri (59 M rows). `split_rows` draws the same rows from the same
-random stream in 2 bytes a row (a class code per row) plus one class's positions at a
-time, and returns the two sorted sets as int32 (int64 beyond 2**31 rows):
+of the whole label vector several times over: 72 bytes a row at its peak, 4.1 GB for a
+fold of MONSTER's S2Agri (59 M rows; ``benchmarks/bench_row_indices.py``). `split_rows`
+draws the same rows from the same random stream in 2 bytes a row (a class code per row)
+plus one class's positions at a time (5 bytes a row at its peak, measured), and returns
+the two sorted sets as int32 (int64 beyond 2**31 rows):
 
 1. ``n_val = ceil(fraction * n)`` rows to validation, the rest to training;
 2. the per-class counts of each part by `approximate_mode` (scikit-learn's
