@@ -94,25 +94,33 @@ def approximate_mode(class_counts: np.ndarray, n_draws: int, rng: np.random.Rand
     return floored.astype(int)
 
 
-def _label_classes(read: LabelChunks) -> np.ndarray:
-    """The distinct labels of every row, ascending (small non-negative integers by
-    bincount, anything else by sorting one chunk at a time)."""
-    found: set = set()
-    for _, chunk in read():
-        if chunk.dtype.kind in "iu" and chunk.size and chunk.min() >= 0 and chunk.max() < 1 << 20:
-            found.update(np.flatnonzero(np.bincount(chunk)).tolist())
-        else:
-            found.update(np.unique(chunk).tolist())
-    return np.array(sorted(found))
+def _labels_as_codes(read: LabelChunks, n_rows: int) -> np.ndarray | None:
+    """The labels themselves as int16 codes, read once, when every one is an integer in
+    [0, 2**15 - 1) (class ids: the common case); None otherwise."""
+    codes = np.empty(n_rows, dtype=np.int16)
+    for start, chunk in read():
+        if chunk.dtype.kind not in "iu" or (
+            chunk.size and (chunk.min() < 0 or chunk.max() >= np.iinfo(np.int16).max)
+        ):
+            return None
+        codes[start : start + len(chunk)] = chunk
+    return codes
 
 
 def _codes(read: LabelChunks, n_rows: int, outside) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(codes, classes, counts): each row's class as an index into the pool's ascending
     labels (`OUTSIDE` for the rows in ``outside``), and the pool's rows per class."""
-    classes = _label_classes(read)
-    codes = np.empty(n_rows, dtype=np.int16 if classes.size < 1 << 15 else np.int32)
-    for start, chunk in read():
-        codes[start : start + len(chunk)] = np.searchsorted(classes, chunk)
+    codes = _labels_as_codes(read, n_rows)
+    if codes is not None:  # every label 0..max a candidate class; absent ones dropped below
+        classes = np.arange(int(codes.max(initial=-1)) + 1)
+    else:  # any other labels: their distinct values first (one chunk sorted at a time)
+        found: set = set()
+        for _, chunk in read():
+            found.update(np.unique(chunk).tolist())
+        classes = np.array(sorted(found))
+        codes = np.empty(n_rows, dtype=np.int16 if classes.size < 1 << 15 else np.int32)
+        for start, chunk in read():
+            codes[start : start + len(chunk)] = np.searchsorted(classes, chunk)
     if outside is not None:
         codes[outside] = OUTSIDE
     counts = np.zeros(classes.size + 1, dtype=np.int64)
@@ -120,7 +128,7 @@ def _codes(read: LabelChunks, n_rows: int, outside) -> tuple[np.ndarray, np.ndar
         counts += np.bincount(codes[start : start + SCAN_ROWS] + 1, minlength=classes.size + 1)
     counts = counts[1:]
     present = counts > 0
-    if not present.all():  # a label of test rows only: the pool's classes are the others
+    if not present.all():  # labels of no pool row (test rows only, or none): not classes
         remap = np.cumsum(present) - 1
         for start in range(0, n_rows, SCAN_ROWS):
             part = codes[start : start + SCAN_ROWS]
@@ -144,7 +152,7 @@ def rows_where(codes: np.ndarray, test: Callable[[np.ndarray], np.ndarray], coun
     return out
 
 
-def _validation_rows_stratified(codes, counts, n_val: int, seed: int) -> None:
+def _validation_rows_stratified(codes, counts, n_val: int, seed: int) -> int:
     rng = np.random.RandomState(seed)
     n = int(counts.sum())
     n_train_i = approximate_mode(counts, n - n_val, rng)
@@ -153,9 +161,10 @@ def _validation_rows_stratified(codes, counts, n_val: int, seed: int) -> None:
         members = rows_where(codes, lambda c, i=i: c == i, int(count))
         rng.shuffle(members)  # the draws of rng.permutation(count), applied to the rows
         codes[members[n_train_i[i] : n_train_i[i] + n_val_i[i]]] = VALIDATION
+    return int(n_val_i.sum())
 
 
-def _validation_rows_per_class(codes, counts, fraction: float, seed: int) -> None:
+def _validation_rows_per_class(codes, counts, fraction: float, seed: int) -> int:
     rng = np.random.default_rng(seed)
     drawn = 0
     for i, count in enumerate(counts):
@@ -171,12 +180,14 @@ def _validation_rows_per_class(codes, counts, fraction: float, seed: int) -> Non
             f"samples), so no stratified validation set exists. Use a dataset with more "
             f"training data."
         )
+    return drawn
 
 
-def _validation_rows_shuffled(codes, counts, n_val: int, seed: int) -> None:
+def _validation_rows_shuffled(codes, counts, n_val: int, seed: int) -> int:
     pool = rows_where(codes, lambda c: c >= 0, int(counts.sum()))
     np.random.RandomState(seed).shuffle(pool)  # ShuffleSplit's rng.permutation(n)
     codes[pool[:n_val]] = VALIDATION
+    return n_val
 
 
 def split_rows(
@@ -221,7 +232,7 @@ def split_rows(
     n_val = math.ceil(float(fraction) * n)  # sklearn's rounding for a float test_size
     if _stratified_exists(counts, fraction):
         method = "stratified"
-        _validation_rows_stratified(codes, counts, n_val, int(seed))
+        n_validation = _validation_rows_stratified(codes, counts, n_val, int(seed))
     elif fallback == "error":
         why = (
             f"its smallest class has {int(counts.min())} sample(s)"
@@ -241,14 +252,10 @@ def split_rows(
                 f"protocol.val_fraction."
             )
         method = "shuffle"
-        _validation_rows_shuffled(codes, counts, n_val, int(seed))
+        n_validation = _validation_rows_shuffled(codes, counts, n_val, int(seed))
     else:
         method = "per_class"
-        _validation_rows_per_class(codes, counts, fraction, int(seed))
-    n_validation = sum(
-        int(np.count_nonzero(codes[s : s + SCAN_ROWS] == VALIDATION))
-        for s in range(0, len(codes), SCAN_ROWS)
-    )
+        n_validation = _validation_rows_per_class(codes, counts, fraction, int(seed))
     val = rows_where(codes, lambda c: c == VALIDATION, n_validation)
     train = rows_where(codes, lambda c: c >= 0, n - n_validation)
     return train, val, method
