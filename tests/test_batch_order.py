@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from ssmbench.train.batch_order import (
     BLOCKS,
     MEMORY,
     BlockReader,
+    BlockShuffledOrder,
     epoch_order,
     plan_order,
     plan_reading,
@@ -58,6 +60,54 @@ def test_epoch_order_is_deterministic_in_the_generator_state():
     assert np.array_equal(epoch_order(rows, _gen(5), 16, 4), first)
     assert not np.array_equal(first, second_epoch)
     assert not np.array_equal(epoch_order(rows, _gen(6), 16, 4), first)
+
+
+def _eager_block_order(rows, generator, block_rows, buffer_blocks):
+    """The block-shuffled order drawn whole, as the definition reads: the blocks'
+    randperm, then one randperm a window, in window order."""
+    n = len(rows)
+    blocks = torch.randperm(math.ceil(n / block_rows), generator=generator).numpy()
+    parts = []
+    for w in range(0, len(blocks), buffer_blocks):
+        positions = np.concatenate([np.arange(b * block_rows, min(n, (b + 1) * block_rows))
+                                    for b in blocks[w : w + buffer_blocks]])  # fmt: skip
+        parts.append(rows[positions[torch.randperm(len(positions), generator=generator).numpy()]])
+    return np.concatenate(parts) if parts else rows[:0]
+
+
+@pytest.mark.parametrize("n,block_rows,buffer_blocks", [
+    (1000, 7, 3), (64, 64, 1), (5, 10, 4), (0, 4, 2), (12_345, 100, 8)])  # fmt: skip
+def test_the_order_drawn_a_window_at_a_time_is_the_whole_draw(n, block_rows, buffer_blocks):
+    """Read a batch at a time, from any position on (a resumed epoch), even with another
+    slice read in between, it gives the rows of the whole draw, and leaves the caller's
+    generator where the whole draw does."""
+    rows = np.sort(np.random.default_rng(n).choice(3 * n + 1, n, replace=False)).astype(np.int32)
+    g_whole, g_lazy = _gen(3), _gen(3)
+    whole = _eager_block_order(rows, g_whole, block_rows, buffer_blocks)
+    order = BlockShuffledOrder(rows, g_lazy, block_rows, buffer_blocks)
+    assert torch.equal(g_whole.get_state(), g_lazy.get_state())
+    torch.randperm(50, generator=g_lazy)  # the generator used meanwhile changes nothing
+    assert len(order) == n and order.dtype == np.int32
+    for start in sorted({0, 1, 37, n // 2, max(0, n - 1)}):
+        tail = order[start:]
+        read = [tail[i : i + 33] for i in range(0, len(tail), 33)]
+        assert np.array_equal(np.concatenate(read) if read else rows[:0], whole[start:])
+    tail = order[n // 3 :]
+    assert np.array_equal(order[0:10], whole[:10])  # back to the start: redrawn, the same
+    assert np.array_equal(tail[0:50], whole[n // 3 : n // 3 + 50])
+    assert np.array_equal(epoch_order(rows, _gen(3), block_rows, buffer_blocks), whole)
+
+
+def test_the_order_holds_two_windows_not_n_rows():
+    rows = np.arange(100_000, dtype=np.int64)
+    order = BlockShuffledOrder(rows, _gen(), 100, 10)  # windows of 1,000 rows
+    for i in range(0, len(order), 256):
+        order[i : i + 256]
+    held = sum(w.nbytes for w in order._draws.windows.values())
+    assert len(order._draws.windows) <= 2 and held <= 2 * 1000 * 8
+    assert order.rows is rows  # the sorted rows shared, not copied
+    with pytest.raises(TypeError):
+        order[np.array([1, 2])]
 
 
 def test_each_window_holds_whole_blocks_of_consecutive_rows():
@@ -199,7 +249,7 @@ def _spy_orders(monkeypatch):
     def spy(plan, train_idx, generator):
         before = generator.get_state()
         order = real(plan, train_idx, generator)
-        seen.append((plan, train_idx.copy(), before, order))
+        seen.append((plan, train_idx.copy(), before, np.asarray(order)))
         return order
 
     monkeypatch.setattr(protocol, "plan_order", spy)

@@ -12,7 +12,7 @@ chooses per run (`plan_reading`):
 * ``blocks`` (a larger X): the sorted training rows are cut into blocks of
   ``block_rows`` consecutive training rows (``block_mb`` of X each); an epoch shuffles
   the blocks, then takes them ``buffer_blocks`` at a time (a *window*) and shuffles the
-  rows of each window (`epoch_order`). A batch then holds rows of at most two windows'
+  rows of each window (`BlockShuffledOrder`). A batch then holds rows of at most two windows'
   blocks, and `BlockReader` reads each block once, whole, with ``os.pread`` into a cache
   of two windows: near-sequential reads, and a resident set bounded by the cache, not by
   N (no page of the memory map is touched).
@@ -28,7 +28,7 @@ import math
 import os
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -128,31 +128,122 @@ def full_order(train_idx: np.ndarray, generator: torch.Generator) -> np.ndarray:
 def epoch_order(
     train_idx: np.ndarray, generator: torch.Generator, block_rows: int, buffer_blocks: int
 ) -> np.ndarray:
-    """A block-shuffled permutation of ``train_idx`` (in its dtype): the sorted rows cut
-    into blocks of ``block_rows`` consecutive positions, the blocks shuffled, then the rows
-    of each window of ``buffer_blocks`` consecutive blocks (in the shuffled block order)
-    shuffled together. Every row exactly once; drawn from ``generator`` only. Holds the
-    order and one window's positions: sorted rows (as `split_fold` gives) are not copied."""
-    if isinstance(block_rows, bool) or int(block_rows) < 1:
-        raise ValueError(f"block_rows must be >= 1, got {block_rows!r}")
-    if isinstance(buffer_blocks, bool) or int(buffer_blocks) < 1:
-        raise ValueError(f"buffer_blocks must be >= 1, got {buffer_blocks!r}")
-    block_rows, buffer_blocks = int(block_rows), int(buffer_blocks)
-    rows = sorted_rows(train_idx)
-    n = len(rows)
-    n_blocks = math.ceil(n / block_rows)
-    blocks = torch.randperm(n_blocks, generator=generator).numpy()
-    order = np.empty(n, dtype=rows.dtype)
-    at = 0
-    for w in range(0, n_blocks, buffer_blocks):
-        window = blocks[w : w + buffer_blocks]
-        positions = np.concatenate(
-            [np.arange(b * block_rows, min(n, (b + 1) * block_rows)) for b in window]
-        )
-        shuffled = positions[torch.randperm(len(positions), generator=generator).numpy()]
-        order[at : at + len(shuffled)] = rows[shuffled]
-        at += len(shuffled)
-    return order
+    """The whole of `BlockShuffledOrder` as one array (in ``train_idx``'s dtype): for tests
+    and benchmarks; a run reads it a window at a time instead."""
+    order = BlockShuffledOrder(train_idx, generator, block_rows, buffer_blocks)
+    return order[0 : len(order)]
+
+
+@dataclass
+class _WindowDraws:
+    """Where a `BlockShuffledOrder`'s private generator stands: the state after the block
+    order, the window it draws next, and the last two windows drawn."""
+
+    generator: torch.Generator
+    after_blocks: torch.Tensor
+    next_window: int = 0
+    windows: OrderedDict = field(default_factory=OrderedDict)
+
+
+class BlockShuffledOrder:
+    """A block-shuffled permutation of ``train_idx``, drawn a window at a time.
+
+    The sorted rows are cut into blocks of ``block_rows`` consecutive positions, the blocks
+    shuffled (one ``randperm``), then the rows of each window of ``buffer_blocks``
+    consecutive blocks (in the shuffled block order) shuffled together (one ``randperm`` a
+    window, in window order). Every row exactly once; drawn from ``generator`` only.
+
+    Built, it leaves ``generator`` where drawing the whole epoch leaves it (the epoch's
+    draws are made once and thrown away), and draws its windows from a copy of the
+    generator's state at the start: the same rows whatever else the generator is used
+    for meanwhile, and the next epoch starts where it would. It holds the block order and
+    at most two windows' rows (a batch spans at most two), not an order of N rows; sorted
+    rows (as `split_fold` gives) are not copied. Sliced like an array: ``order[a:b]`` is
+    the rows at those positions (an ndarray), ``order[a:]`` the same order from ``a`` on
+    (how a resumed epoch skips the batches it had done)."""
+
+    def __init__(self, train_idx: np.ndarray, generator: torch.Generator, block_rows: int,
+                 buffer_blocks: int, start: int = 0):  # fmt: skip
+        if isinstance(block_rows, bool) or int(block_rows) < 1:
+            raise ValueError(f"block_rows must be >= 1, got {block_rows!r}")
+        if isinstance(buffer_blocks, bool) or int(buffer_blocks) < 1:
+            raise ValueError(f"buffer_blocks must be >= 1, got {buffer_blocks!r}")
+        self.rows = sorted_rows(train_idx)
+        self.block_rows, self.buffer_blocks = int(block_rows), int(buffer_blocks)
+        self.start = int(start)
+        n = len(self.rows)
+        n_blocks = math.ceil(n / self.block_rows)
+        private = torch.Generator()
+        private.set_state(generator.get_state())
+        self.blocks = torch.randperm(n_blocks, generator=private).numpy()
+        sizes = np.full(n_blocks, self.block_rows, dtype=np.int64)
+        if n_blocks:
+            sizes[-1] = n - (n_blocks - 1) * self.block_rows
+        in_order = sizes[self.blocks]
+        # window w holds positions window_starts[w] .. window_starts[w + 1] - 1
+        self.window_starts = np.r_[0, np.cumsum(
+            [in_order[w : w + self.buffer_blocks].sum()
+             for w in range(0, n_blocks, self.buffer_blocks)], dtype=np.int64)]  # fmt: skip
+        # shared with the orders sliced from this one (``order[a:]``)
+        self._draws = _WindowDraws(private, private.get_state())
+        for w in range(len(self.window_starts) - 1):  # the caller's generator past the epoch
+            torch.randperm(int(self.window_starts[w + 1] - self.window_starts[w]),
+                           generator=private)  # fmt: skip
+        generator.set_state(private.get_state())
+        private.set_state(self._draws.after_blocks)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.rows.dtype
+
+    def __len__(self) -> int:
+        return max(0, len(self.rows) - self.start)
+
+    def _window(self, w: int) -> np.ndarray:
+        """Window w's rows, in their shuffled order: drawn in window order from the
+        private generator (from the block order again when an earlier one is asked for)."""
+        draws = self._draws
+        if w in draws.windows:
+            return draws.windows[w]
+        if w < draws.next_window:
+            draws.generator.set_state(draws.after_blocks)
+            draws.next_window = 0
+        while True:
+            v = draws.next_window
+            window = self.blocks[v * self.buffer_blocks : (v + 1) * self.buffer_blocks]
+            n = len(self.rows)
+            positions = np.concatenate([
+                np.arange(b * self.block_rows, min(n, (b + 1) * self.block_rows))
+                for b in window])  # fmt: skip
+            shuffled = positions[torch.randperm(len(positions), generator=draws.generator).numpy()]
+            draws.next_window += 1
+            if v == w:
+                draws.windows[w] = self.rows[shuffled]
+                while len(draws.windows) > 2:
+                    draws.windows.popitem(last=False)
+                return draws.windows[w]
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            raise TypeError("a BlockShuffledOrder is sliced by [a:b] or [a:] only")
+        a, b, _ = key.indices(len(self))
+        if key.stop is None:  # the order from a on, still drawn a window at a time
+            tail = object.__new__(BlockShuffledOrder)
+            tail.__dict__.update(self.__dict__)
+            tail.start = self.start + a
+            return tail
+        lo, hi = self.start + a, self.start + max(a, b)
+        parts, w = [], int(np.searchsorted(self.window_starts, lo, side="right")) - 1
+        while lo < hi:
+            first = int(self.window_starts[w])
+            window = self._window(w)
+            parts.append(window[lo - first : min(hi, first + len(window)) - first])
+            lo, w = first + len(window), w + 1
+        return np.concatenate(parts) if parts else self.rows[:0].copy()
+
+    def __array__(self, dtype=None, copy=None):
+        out = self[0 : len(self)]
+        return out if dtype is None else out.astype(dtype)
 
 
 def sorted_rows(rows: np.ndarray) -> np.ndarray:
@@ -165,11 +256,14 @@ def sorted_rows(rows: np.ndarray) -> np.ndarray:
     return rows
 
 
-def plan_order(plan: ReadingPlan | None, train_idx: np.ndarray, generator) -> np.ndarray:
-    """The epoch's row order under ``plan`` (None or MEMORY: `full_order`)."""
+def plan_order(
+    plan: ReadingPlan | None, train_idx: np.ndarray, generator
+) -> np.ndarray | BlockShuffledOrder:
+    """The epoch's row order under ``plan``: None or MEMORY, `full_order` (an array);
+    BLOCKS, a `BlockShuffledOrder` (drawn a window at a time as it is read)."""
     if plan is None or plan.mode == MEMORY:
         return full_order(train_idx, generator)
-    return epoch_order(train_idx, generator, plan.block_rows, plan.buffer_blocks)
+    return BlockShuffledOrder(train_idx, generator, plan.block_rows, plan.buffer_blocks)
 
 
 class BlockReader:
