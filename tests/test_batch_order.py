@@ -213,6 +213,34 @@ def test_block_reader_gives_the_rows_of_the_file(tmp_path):
     reader.close()
 
 
+def test_block_reader_batches_hold_no_copy_of_its_rows(tmp_path):
+    """A batch (int64, as sorting an order gives) over int32 rows is located without an
+    int64 copy of all the reader's rows (8 bytes a row, once a batch); rows outside its
+    range and non-integer indices are refused."""
+    import tracemalloc
+
+    n = 2_000_000
+    np.save(tmp_path / "X.npy", np.arange(n, dtype=np.float32).reshape(n, 1))
+    rows = np.arange(0, n, 2, dtype=np.int32)  # 1 M rows, 4 MB
+    reader = BlockReader(tmp_path / "X.npy", rows, block_rows=4096, cache_blocks=4)
+    batch = np.sort(np.random.default_rng(0).choice(rows, 256, replace=False)).astype(np.int64)
+    reader[batch]  # the blocks cached, so what is traced below is the lookup
+    tracemalloc.start()
+    try:
+        got = reader[batch]
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert np.array_equal(got[:, 0], batch.astype(np.float32))
+    assert peak < rows.nbytes / 4, f"a batch of 256 traced {peak:,} bytes"
+    for outside in ([n + 2], [-2], [1]):
+        with pytest.raises(IndexError):
+            reader[np.array(outside, dtype=np.int64)]
+    with pytest.raises(TypeError, match="integer"):
+        reader[batch.astype(np.float64)]
+    reader.close()
+
+
 # ----------------------------------------------------------------------------- the runs
 JOB = Job("uea", "BasicMotions", "MS4", 0)
 # BasicMotions: 36 training rows of 6 x 100 float32 (2,400 bytes): blocks of 4 rows,

@@ -45,6 +45,23 @@ def test_stratified_rows_equal_scikit_learns(kind, fraction):
             assert np.array_equal(val, np.sort(expected[1]))
 
 
+@pytest.mark.parametrize("labels", ["below 128", "widened past 127", "sparse ids"])
+def test_many_classes_rows_equal_scikit_learns(labels):
+    """Class ids past int8's range (the codes widened to int16 at the first such chunk, a
+    chunk after the start) give scikit-learn's rows too."""
+    rng = np.random.default_rng(7)
+    n = 30_000
+    y = {"below 128": rng.integers(0, 127, n), "widened past 127": rng.integers(0, 200, n),
+         "sparse ids": rng.choice([0, 5, 127, 128, 4000, 32000], n)}[labels]  # fmt: skip
+    y[: n // 2] = np.minimum(y[: n // 2], 100)  # the wide ids only in later chunks
+    expected = next(StratifiedShuffleSplit(1, test_size=0.1, random_state=1234)
+                    .split(np.zeros(n), y))  # fmt: skip
+    train, val, method = split_rows(array_chunks(y, rows=4096), n, 0.1, 1234, "error")
+    assert method == "stratified"
+    assert np.array_equal(train, np.sort(expected[0]))
+    assert np.array_equal(val, np.sort(expected[1]))
+
+
 def test_shuffle_fallback_rows_equal_shufflesplits():
     y = np.array([0] * 30 + [1])  # a single-row class: no stratified split exists
     for seed in (0, 7, 1234):

@@ -6,7 +6,7 @@ test_size=0.1, random_state=1234)`` (scikit-learn 1.9, ``model_selection/_split.
 That class builds Python lists of the chosen positions (~40 bytes a row) and int64 arrays
 of the whole label vector several times over: 72 bytes a row at its peak, 4.1 GB for a
 fold of MONSTER's S2Agri (59 M rows; ``benchmarks/bench_row_indices.py``). `split_rows`
-draws the same rows from the same random stream in 2 bytes a row (a class code per row)
+draws the same rows from the same random stream in a byte a row (a class code per row)
 plus one class's positions at a time (5 bytes a row at its peak, measured), and returns
 the two sorted sets as int32 (int64 beyond 2**31 rows):
 
@@ -95,14 +95,17 @@ def approximate_mode(class_counts: np.ndarray, n_draws: int, rng: np.random.Rand
 
 
 def _labels_as_codes(read: LabelChunks, n_rows: int) -> np.ndarray | None:
-    """The labels themselves as int16 codes, read once, when every one is an integer in
-    [0, 2**15 - 1) (class ids: the common case); None otherwise."""
-    codes = np.empty(n_rows, dtype=np.int16)
+    """The labels themselves as codes, read once, when every one is an integer in
+    [0, 2**15 - 1) (class ids: the common case); None otherwise. int8 (a byte a row) while
+    every label is below 128, widened once to int16 at the first that is not."""
+    codes = np.empty(n_rows, dtype=np.int8)
     for start, chunk in read():
         if chunk.dtype.kind not in "iu" or (
             chunk.size and (chunk.min() < 0 or chunk.max() >= np.iinfo(np.int16).max)
         ):
             return None
+        if chunk.size and chunk.max() > np.iinfo(codes.dtype).max:
+            codes = codes.astype(np.int16)
         codes[start : start + len(chunk)] = chunk
     return codes
 
@@ -118,14 +121,15 @@ def _codes(read: LabelChunks, n_rows: int, outside) -> tuple[np.ndarray, np.ndar
         for _, chunk in read():
             found.update(np.unique(chunk).tolist())
         classes = np.array(sorted(found))
-        codes = np.empty(n_rows, dtype=np.int16 if classes.size < 1 << 15 else np.int32)
+        codes = np.empty(n_rows, dtype=np.min_scalar_type(min(-2, -classes.size)))
         for start, chunk in read():
             codes[start : start + len(chunk)] = np.searchsorted(classes, chunk)
     if outside is not None:
         codes[outside] = OUTSIDE
     counts = np.zeros(classes.size + 1, dtype=np.int64)
     for start in range(0, n_rows, SCAN_ROWS):
-        counts += np.bincount(codes[start : start + SCAN_ROWS] + 1, minlength=classes.size + 1)
+        part = codes[start : start + SCAN_ROWS].astype(np.intp)  # + 1 overflows int8's 127
+        counts += np.bincount(part + 1, minlength=classes.size + 1)
     counts = counts[1:]
     present = counts > 0
     if not present.all():  # labels of no pool row (test rows only, or none): not classes

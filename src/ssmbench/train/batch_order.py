@@ -45,6 +45,8 @@ READ_THREADS = 4
 #: between its training rows) is read run by run, not as one span
 MAX_SPAN_FACTOR = 2
 GB, MB = 1e9, 1 << 20
+#: rows compared at a time when checking that rows are sorted
+SORTED_CHECK_ROWS = 1 << 20
 
 
 def reading_settings(settings: dict) -> dict:
@@ -251,8 +253,11 @@ def sorted_rows(rows: np.ndarray) -> np.ndarray:
     rows = np.asarray(rows)
     if rows.dtype.kind not in "iu":
         rows = rows.astype(np.int64)
-    if len(rows) > 1 and not (rows[1:] >= rows[:-1]).all():
-        rows = np.sort(rows)
+    # checked a chunk at a time: no N-long comparison array
+    for start in range(0, len(rows) - 1, SORTED_CHECK_ROWS):
+        part = rows[start : start + SORTED_CHECK_ROWS + 1]
+        if not (part[1:] >= part[:-1]).all():
+            return np.sort(rows)
     return rows
 
 
@@ -372,10 +377,17 @@ class BlockReader:
         return rows, out
 
     def __getitem__(self, batch) -> np.ndarray:
-        batch = np.asarray(batch, dtype=np.int64)
-        pos = np.searchsorted(self.rows, batch)
-        if (pos >= len(self.rows)).any() or (self.rows[np.minimum(pos, len(self.rows) - 1)]
-                                             != batch).any():  # fmt: skip
+        batch = np.asarray(batch)
+        if batch.dtype.kind not in "iu":
+            raise TypeError(f"{self.path}: rows are asked for by integer index, got {batch.dtype}")
+        rows = self.rows
+        if len(batch) and (not len(rows) or batch.min() < rows[0] or batch.max() > rows[-1]):
+            raise IndexError(f"{self.path}: rows outside this reader's set were asked for")
+        # the batch in the rows' dtype: searchsorted would otherwise cast all N rows to the
+        # batch's (an int64 copy of int32 rows per batch: 8 bytes a row, and its time)
+        batch = batch.astype(rows.dtype, copy=False)
+        pos = np.searchsorted(rows, batch)
+        if (pos >= len(rows)).any() or (rows[np.minimum(pos, len(rows) - 1)] != batch).any():
             raise IndexError(f"{self.path}: rows outside this reader's set were asked for")
         blocks = pos // self.block_rows
         needed = np.unique(blocks)  # ascending: the file front to back
