@@ -238,6 +238,7 @@ def test_block_reader_batches_hold_no_copy_of_its_rows(tmp_path):
             reader[np.array(outside, dtype=np.int64)]
     with pytest.raises(TypeError, match="integer"):
         reader[batch.astype(np.float64)]
+    assert reader[[]].shape == (0, 1)
     reader.close()
 
 

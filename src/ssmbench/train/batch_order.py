@@ -378,7 +378,7 @@ class BlockReader:
 
     def __getitem__(self, batch) -> np.ndarray:
         batch = np.asarray(batch)
-        if batch.dtype.kind not in "iu":
+        if batch.dtype.kind not in "iu" and batch.size:
             raise TypeError(f"{self.path}: rows are asked for by integer index, got {batch.dtype}")
         rows = self.rows
         if len(batch) and (not len(rows) or batch.min() < rows[0] or batch.max() > rows[-1]):
