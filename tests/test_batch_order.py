@@ -341,9 +341,16 @@ def test_x_is_read_into_memory_by_training_only(project):
     assert isinstance(blocks.data.train_X(), BlockReader)
     rows = np.sort(blocks.data.train_idx[:9])
     assert np.array_equal(blocks.data.train_X()[rows], X[rows])
-    # block mode reads the labels once, in the smallest type; memory mode keeps the map
+    # block mode reads the labels by row (no map, no copy); memory mode keeps the map
     labels = blocks.data.y
-    assert labels.dtype == np.uint8 and np.array_equal(labels, blocks.data.dataset.y)
+    assert isinstance(labels, batch_order.RowValues) and len(labels) == len(X)
+    every = np.arange(len(X))
+    assert np.array_equal(labels[every], blocks.data.dataset.y)
+    shuffled = np.random.default_rng(0).permutation(len(X))[:20]
+    assert np.array_equal(labels[shuffled], blocks.data.dataset.y[shuffled])
+    assert blocks.data.classes_in(blocks.data.val_idx) == set(
+        np.asarray(blocks.data.dataset.y)[blocks.data.val_idx].tolist()
+    )
     assert isinstance(run.data.y, np.memmap)
 
 
@@ -359,3 +366,34 @@ def test_a_block_around_a_test_fold_reads_its_own_rows_only(tmp_path):
     assert reader.bytes_read == len(rows) * X[0].nbytes  # each row once, no fold row
     assert reader.max_span <= 2 * 64
     reader.close()
+
+
+def test_a_run_on_the_split_steps_files_trains_as_one_that_draws_it(project, tmp_path):
+    """A fold's split written by the split step (ssmbench.train.split_files) and read as
+    RowFiles: the same rows, the same block-shuffled epochs, the same record; in memory
+    mode the rows are read whole; a split drawn with other settings is refused."""
+    from ssmbench.data.errors import DataError
+    from ssmbench.data.row_file import RowFile
+    from ssmbench.train.split_files import write_split
+
+    spec = spec_of(project, 4, BLOCK_READING)
+    reference = run_job(spec, tmp_path / "ref" / "fold0.json", log=lambda _: None)
+    drawn = run_setup.set_up(spec, 1).data
+    write_split(spec["prepared_dir"], 0, spec["settings"], tmp_path / "split")
+    on_disk = {**spec, "split_dir": str(tmp_path / "split")}
+    data = run_setup.set_up(on_disk, 1).data
+    for part in ("train_idx", "val_idx", "test_idx"):
+        assert isinstance(getattr(data, part), RowFile)
+        assert np.array_equal(np.asarray(getattr(data, part)), getattr(drawn, part)), part
+    assert data.val_split == drawn.val_split
+    record = run_job(on_disk, tmp_path / "disk" / "fold0.json", log=lambda _: None)
+    for key in ("test_error", "test_loss", "best_val_loss", "best_epoch", "epochs_run",
+                "n_train", "n_val", "n_test"):  # fmt: skip
+        assert record[key] == reference[key], key
+    in_memory = run_setup.set_up({**spec_of(project, 4), "split_dir": on_disk["split_dir"]}, 1)
+    assert type(in_memory.data.train_idx) is np.ndarray
+    assert np.array_equal(in_memory.data.train_idx, drawn.train_idx)
+    other = copy.deepcopy(on_disk)
+    other["settings"]["val_fraction"] = 0.2
+    with pytest.raises(DataError, match="split.json.*val_fraction"):
+        run_setup.set_up(other, 1)

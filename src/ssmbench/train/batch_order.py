@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from ssmbench.data.npy_chunks import read_npy_header
+from ssmbench.data.row_file import RowFile
 
 #: protocol.reading's defaults (params.yaml states them; a spec without them gets these)
 DEFAULT_READING = {"in_memory_max_gb": 4.0, "block_mb": 4.0, "buffer_blocks": 32}
@@ -47,6 +48,10 @@ MAX_SPAN_FACTOR = 2
 GB, MB = 1e9, 1 << 20
 #: rows compared at a time when checking that rows are sorted
 SORTED_CHECK_ROWS = 1 << 20
+#: a page: `RowValues` reads rows less than this apart at once
+PAGE_BYTES = 4096
+#: rows read at a time for the blocks' first and last rows (1 MiB of int32)
+BOUNDS_CHUNK_ROWS = 1 << 18
 
 
 def reading_settings(settings: dict) -> dict:
@@ -170,7 +175,7 @@ class BlockShuffledOrder:
             raise ValueError(f"block_rows must be >= 1, got {block_rows!r}")
         if isinstance(buffer_blocks, bool) or int(buffer_blocks) < 1:
             raise ValueError(f"buffer_blocks must be >= 1, got {buffer_blocks!r}")
-        self.rows = sorted_rows(train_idx)
+        self.rows = sorted_rows(train_idx)  # a RowFile as it is (sorted when drawn)
         self.block_rows, self.buffer_blocks = int(block_rows), int(buffer_blocks)
         self.start = int(start)
         n = len(self.rows)
@@ -213,14 +218,14 @@ class BlockShuffledOrder:
         while True:
             v = draws.next_window
             window = self.blocks[v * self.buffer_blocks : (v + 1) * self.buffer_blocks]
-            n = len(self.rows)
-            positions = np.concatenate([
-                np.arange(b * self.block_rows, min(n, (b + 1) * self.block_rows))
-                for b in window])  # fmt: skip
-            shuffled = positions[torch.randperm(len(positions), generator=draws.generator).numpy()]
+            # the window's rows in block order (block b: rows[b*block_rows : ...], a slice
+            # of an array or one pread of a RowFile), then shuffled together
+            rows = np.concatenate([block_slice(self.rows, int(b), self.block_rows)
+                                   for b in window])  # fmt: skip
+            shuffled = torch.randperm(len(rows), generator=draws.generator).numpy()
             draws.next_window += 1
             if v == w:
-                draws.windows[w] = self.rows[shuffled]
+                draws.windows[w] = rows[shuffled]
                 while len(draws.windows) > 2:
                     draws.windows.popitem(last=False)
                 return draws.windows[w]
@@ -248,8 +253,34 @@ class BlockShuffledOrder:
         return out if dtype is None else out.astype(dtype)
 
 
-def sorted_rows(rows: np.ndarray) -> np.ndarray:
-    """``rows`` as a sorted integer array: itself when it is one already (no copy)."""
+def block_slice(rows, b: int, block_rows: int) -> np.ndarray:
+    """Block b of sorted ``rows`` (an array or a `RowFile`): positions
+    ``b*block_rows .. (b+1)*block_rows - 1``."""
+    return rows[b * block_rows : min(len(rows), (b + 1) * block_rows)]
+
+
+def block_bounds(rows, block_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """(first row, last row) of each block of sorted ``rows``, as int64 arrays of
+    ``ceil(len(rows) / block_rows)``; a `RowFile` read a bounded chunk at a time."""
+    n = len(rows)
+    n_blocks = math.ceil(n / block_rows)
+    firsts, lasts = np.empty(n_blocks, np.int64), np.empty(n_blocks, np.int64)
+    chunk = block_rows * max(1, BOUNDS_CHUNK_ROWS // block_rows)  # whole blocks a chunk
+    for start in range(0, n, chunk):
+        part = rows[start : min(n, start + chunk)]
+        b = start // block_rows
+        firsts[b : b + math.ceil(len(part) / block_rows)] = part[::block_rows]
+        ends = np.minimum(np.arange(block_rows - 1, len(part) + block_rows - 1, block_rows),
+                          len(part) - 1)  # fmt: skip
+        lasts[b : b + len(ends)] = part[ends]
+    return firsts, lasts
+
+
+def sorted_rows(rows):
+    """``rows`` as a sorted integer array: itself when it is one already (no copy); a
+    `RowFile` (sorted by construction, checked by ``split_files.read_split``) as it is."""
+    if isinstance(rows, RowFile):
+        return rows
     rows = np.asarray(rows)
     if rows.dtype.kind not in "iu":
         rows = rows.astype(np.int64)
@@ -272,18 +303,20 @@ def plan_order(
 
 
 class BlockReader:
-    """Rows of a .npy X (N, ...) by index, for a fixed sorted set of ``rows``, read a block
-    at a time: block b is ``rows[b*block_rows : (b+1)*block_rows]``, read with one
-    ``os.pread`` of the file span from its first to its last row (rows of other splits in
-    between included) into a cache of at most ``cache_blocks`` blocks (least recently
-    used dropped first; a batch needing more keeps them all until the next one). A block
-    whose span is more than MAX_SPAN_FACTOR times its rows (a contiguous test fold between
-    its training rows) is read run of consecutive rows by run instead, into a buffer of
-    its own rows only, so no block reads or holds more than that. Indexing with sorted
-    rows (as ``iterate_batches`` does) gives the rows' array, like ``X[rows]``. No memory
-    map: nothing here enters the process's RSS but the cache."""
+    """Rows of a .npy X (N, ...) by index, for a fixed sorted set of ``rows`` (an array, or
+    a `RowFile` on disk), read a block at a time: block b is
+    ``rows[b*block_rows : (b+1)*block_rows]``, read with one ``os.pread`` of the file span
+    from its first to its last row (rows of other splits in between included) into a
+    cache of at most ``cache_blocks`` blocks (least recently used dropped first; a batch
+    needing more keeps them all until the next one). A block whose span is more than
+    MAX_SPAN_FACTOR times its rows (a contiguous test fold between its training rows) is
+    read run of consecutive rows by run instead, into a buffer of its own rows only, so no
+    block reads or holds more than that. Indexing with sorted rows (as ``iterate_batches``
+    does) gives the rows' array, like ``X[rows]``. No memory map, and of ``rows`` only each
+    block's first and last row and the cached blocks' rows: nothing here enters the
+    process's RSS but the cache (and 16 bytes a block)."""
 
-    def __init__(self, path: str | os.PathLike, rows: np.ndarray, block_rows: int,
+    def __init__(self, path: str | os.PathLike, rows, block_rows: int,
                  cache_blocks: int, threads: int = READ_THREADS):  # fmt: skip
         self.path = Path(path)
         shape, fortran, dtype, self.offset = read_npy_header(self.path)
@@ -294,16 +327,17 @@ class BlockReader:
         self.row_bytes = int(np.prod(self.row_shape, dtype=np.int64)) * self.dtype.itemsize
         self.rows = sorted_rows(rows)  # shared with the run's own (sorted) rows
         self.block_rows, self.cache_blocks = int(block_rows), max(1, int(cache_blocks))
-        # block -> (its first file row, its rows, the buffer holding them)
-        self.cache: OrderedDict[int, tuple[int, np.ndarray, np.ndarray]] = OrderedDict()
+        # block -> (its rows, their values, the buffer holding them, the first file row
+        # of its span when read whole, else None)
+        self.cache: OrderedDict[int, tuple[np.ndarray, np.ndarray, np.ndarray, int | None]] = (
+            OrderedDict()
+        )
         self.threads = max(1, int(threads))
-        starts = self.rows[:: self.block_rows]
-        ends = self.rows[np.minimum(np.arange(len(starts)) * self.block_rows + self.block_rows,
-                                    len(self.rows)) - 1]  # fmt: skip
-        spans = ends - starts + 1
+        self.firsts, self.lasts = block_bounds(self.rows, self.block_rows)
+        spans = self.lasts - self.firsts + 1
         # spans read whole, bounded; a block beyond the bound is read run by run
         self.max_span = int(min(spans.max(), MAX_SPAN_FACTOR * self.block_rows)) if len(
-            starts) else 1  # fmt: skip
+            spans) else 1  # fmt: skip
         self._free: list[np.ndarray] = []
         self._pool: ThreadPoolExecutor | None = None
         self.bytes_read = 0
@@ -333,14 +367,9 @@ class BlockReader:
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
 
-    def _rows_of(self, b: int) -> tuple[int, int]:
-        """The file rows block b spans: its first and last training row."""
-        first = int(self.rows[b * self.block_rows])
-        return first, int(self.rows[min(len(self.rows), (b + 1) * self.block_rows) - 1])
-
     def _span(self, b: int) -> tuple[int, int]:
         """Block b's bytes in the file: (offset, length)."""
-        first, last = self._rows_of(b)
+        first, last = int(self.firsts[b]), int(self.lasts[b])
         return self.offset + first * self.row_bytes, (last - first + 1) * self.row_bytes
 
     def _buffer(self) -> np.ndarray:
@@ -361,35 +390,32 @@ class BlockReader:
             done += got
         self.bytes_read += done
 
-    def _read_block(self, b: int, buffer: np.ndarray) -> tuple[int | np.ndarray, np.ndarray]:
-        """(first file row, the span) for a block read whole; (its rows, their values) for
-        one read run by run."""
-        first, last = self._rows_of(b)
+    def _read_block(self, b: int, buffer: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None]:
+        """(its rows, their values or its span, the span's first file row) for a block
+        read whole; (its rows, their values, None) for one read run by run."""
+        first, last = int(self.firsts[b]), int(self.lasts[b])
+        rows = block_slice(self.rows, b, self.block_rows)
         if last - first + 1 <= len(buffer):
             out = buffer[: last - first + 1]
             self._pread(out, first)
-            return first, out
-        rows = self.rows[b * self.block_rows : (b + 1) * self.block_rows]
+            return rows, out, first
         out = buffer[: len(rows)]
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1  # where a run of consecutive rows ends
         for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, len(rows)], strict=True):
             self._pread(out[lo:hi], int(rows[lo]))
-        return rows, out
+        return rows, out, None
 
     def __getitem__(self, batch) -> np.ndarray:
         batch = np.asarray(batch)
         if batch.dtype.kind not in "iu" and batch.size:
             raise TypeError(f"{self.path}: rows are asked for by integer index, got {batch.dtype}")
-        rows = self.rows
-        if len(batch) and (not len(rows) or batch.min() < rows[0] or batch.max() > rows[-1]):
-            raise IndexError(f"{self.path}: rows outside this reader's set were asked for")
-        # the batch in the rows' dtype: searchsorted would otherwise cast all N rows to the
-        # batch's (an int64 copy of int32 rows per batch: 8 bytes a row, and its time)
-        batch = batch.astype(rows.dtype, copy=False)
-        pos = np.searchsorted(rows, batch)
-        if (pos >= len(rows)).any() or (rows[np.minimum(pos, len(rows) - 1)] != batch).any():
-            raise IndexError(f"{self.path}: rows outside this reader's set were asked for")
-        blocks = pos // self.block_rows
+        outside = IndexError(f"{self.path}: rows outside this reader's set were asked for")
+        if len(batch) and (not len(self.firsts) or batch.min() < self.firsts[0]
+                           or batch.max() > self.lasts[-1]):  # fmt: skip
+            raise outside
+        batch = batch.astype(np.int64, copy=False)
+        # the block each row would be in: the last whose first row is at or before it
+        blocks = np.searchsorted(self.firsts, batch, side="right") - 1
         needed = np.unique(blocks)  # ascending: the file front to back
         keep = set(needed.tolist())
         missing = [int(b) for b in needed if int(b) not in self.cache]
@@ -408,15 +434,80 @@ class BlockReader:
             done = list(self._pool.map(self._read_block, missing, buffers))
         else:
             done = [self._read_block(b, buf) for b, buf in zip(missing, buffers, strict=True)]
-        for b, buf, (first, block) in zip(missing, buffers, done, strict=True):
-            self.cache[b] = (first, block, buf)
+        for b, buf, (rows, values, first) in zip(missing, buffers, done, strict=True):
+            self.cache[b] = (rows, values, buf, first)
         out = np.empty((len(batch), *self.row_shape), dtype=self.dtype)
         for b in needed:
-            first, block, _ = self.cache[int(b)]
+            rows, values, _, first = self.cache[int(b)]
             self.cache.move_to_end(int(b))
             sel = blocks == b
-            at = (
-                batch[sel] - first if isinstance(first, int) else np.searchsorted(first, batch[sel])
-            )
-            out[sel] = block[at]
+            wanted = batch[sel]
+            at = np.searchsorted(rows, wanted)  # in the block's own rows: a row of this set?
+            if (at >= len(rows)).any() or (rows[np.minimum(at, len(rows) - 1)] != wanted).any():
+                raise outside
+            out[sel] = values[wanted - first] if first is not None else values[at]
         return out
+
+
+class RowValues:
+    """The rows of a .npy (y: (N,), or (N, ...)) at any row indices, read with
+    ``os.pread``: rows less than a page apart in one read, so a batch costs at most one
+    read a row and an evaluation's sorted rows a read per page. For block mode's labels:
+    no memory map (its pages would build up in the resident set) and no copy in memory.
+    Indexed like the array with integer rows (sorted or not)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        shape, fortran, dtype, self.offset = read_npy_header(self.path)
+        if fortran:
+            raise ValueError(f"{self.path}: a Fortran-ordered array cannot be read by rows")
+        self.shape, self.dtype, self.ndim = shape, np.dtype(dtype), len(shape)
+        self.row_shape = shape[1:]
+        self.row_bytes = int(np.prod(self.row_shape, dtype=np.int64)) * self.dtype.itemsize
+        self.merge_gap = max(1, PAGE_BYTES // max(1, self.row_bytes))
+        self._fd: int | None = None
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, rows) -> np.ndarray:
+        rows = np.asarray(rows)
+        if rows.dtype.kind not in "iu" and rows.size:
+            raise TypeError(f"{self.path}: rows are asked for by integer index, got {rows.dtype}")
+        rows = rows.astype(np.int64, copy=False).reshape(-1)
+        out = np.empty((len(rows), *self.row_shape), dtype=self.dtype)
+        if not rows.size:
+            return out
+        if rows.min() < 0 or rows.max() >= self.shape[0]:
+            raise IndexError(f"{self.path}: row outside [0, {self.shape[0]}) asked for")
+        order = None if (rows[1:] >= rows[:-1]).all() else np.argsort(rows, kind="stable")
+        wanted = rows if order is None else rows[order]
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        got = np.empty_like(out)
+        breaks = np.flatnonzero(np.diff(wanted) > self.merge_gap) + 1
+        for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, len(wanted)], strict=True):
+            first = int(wanted[lo])
+            span = np.empty((int(wanted[hi - 1]) - first + 1, *self.row_shape), self.dtype)
+            view, at, done = memoryview(span).cast("B"), self.offset + first * self.row_bytes, 0
+            while done < len(view):
+                n = os.preadv(self._fd, [view[done:]], at + done)
+                if n <= 0:
+                    raise OSError(f"{self.path}: short read at byte {at + done}")
+                done += n
+            got[lo:hi] = span[wanted[lo:hi] - first]
+        if order is None:
+            return got
+        out[order] = got
+        return out
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass

@@ -220,7 +220,7 @@ class _DeepTraining:
         if data.val_split in ("shuffle", "per_class"):
             n_rows, val_classes = (
                 len(data.train_idx) + len(data.val_idx),
-                set(data.y[data.val_idx].tolist()),
+                data.classes_in(data.val_idx),
             )
             log(
                 f"warning: [{self.name}] no stratified validation split of "

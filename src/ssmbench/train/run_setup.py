@@ -17,12 +17,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from ssmbench.data.row_file import RowFile
 from ssmbench.models import model_inputs
-from ssmbench.train.batch_order import BLOCKS, MEMORY, BlockReader, plan_reading
+from ssmbench.train.batch_order import BLOCKS, MEMORY, BlockReader, RowValues, plan_reading
 from ssmbench.train.checks import check_inputs, check_split
 from ssmbench.train.evaluation import evaluate
 from ssmbench.train.objective import Objective
 from ssmbench.train.splits import batch_size_for, split_fold, validation_seed
+
+#: rows whose labels are read at a time by `FoldData.classes_in`
+CLASS_SCAN_ROWS = 1 << 18
 
 
 def seed_everything(seed: int, deterministic: bool = True) -> None:
@@ -70,7 +74,7 @@ class FoldData:
     X_memory: np.ndarray | None = None
     _train_reader: Any = None
     _eval_readers: dict = field(default_factory=dict)  # row set's digest -> its BlockReader
-    _labels: np.ndarray | None = None
+    _labels: Any = None  # block mode: a RowValues reader of y.npy
 
     def _in_memory(self) -> np.ndarray | None:
         """X in memory (read on the first call), or None when it is not read so."""
@@ -100,8 +104,12 @@ class FoldData:
         if self._in_memory() is not None:
             return self.X_memory
         if self.reading is not None and self.reading.mode == BLOCKS:
-            rows = np.ascontiguousarray(rows)
-            key = hashlib.blake2b(rows, digest_size=16, person=rows.dtype.str.encode()).digest()
+            if isinstance(rows, RowFile):
+                key = str(rows.path).encode()
+            else:
+                rows = np.ascontiguousarray(rows)
+                key = hashlib.blake2b(rows, digest_size=16, person=rows.dtype.str.encode())
+                key = key.digest()
             if key not in self._eval_readers:
                 self._eval_readers[key] = BlockReader(
                     self.dataset.path / "X.npy", rows, self.reading.block_rows, 2
@@ -110,19 +118,23 @@ class FoldData:
         return self.dataset.X
 
     @property
-    def y(self) -> np.ndarray:
+    def y(self):
         """y as batches and evaluations read it: the memory map, or in block mode a
-        classification's labels read once into the smallest integer type (1 byte a row
-        below 256 classes), where the map's int64 pages would build up in the resident set
-        over an epoch (8 bytes a row)."""
+        classification's labels read by row with ``os.pread`` (`RowValues`), where the
+        map's int64 pages would build up in the resident set over an epoch (8 bytes a
+        row) and a copy in memory would hold a byte a row."""
         if self._labels is None and self.reading is not None and self.reading.mode == BLOCKS \
                 and self.objective.task == "classification":  # fmt: skip
-            n_classes = int(self.dataset.meta["n_classes"])  # labels checked in [0, n_classes)
-            labels = np.empty(len(self.dataset.y), dtype=np.min_scalar_type(n_classes - 1))
-            for start, chunk in self.dataset.label_chunks():
-                labels[start : start + len(chunk)] = chunk
-            self._labels = labels
+            self._labels = RowValues(self.dataset.path / "y.npy")
         return self.dataset.y if self._labels is None else self._labels
+
+    def classes_in(self, rows) -> set:
+        """The labels of ``rows`` (an array or a `RowFile`), read a chunk at a time."""
+        found: set = set()
+        for start in range(0, len(rows), CLASS_SCAN_ROWS):
+            chunk = np.asarray(rows[start : start + CLASS_SCAN_ROWS])
+            found.update(np.unique(np.asarray(self.y[chunk])).tolist())
+        return found
 
     def target_var(self, rows) -> float | None:
         """The variance (ddof 0) of the observed regression targets of ``rows``; None for
@@ -160,7 +172,8 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
     (the model's initial weights come from the seeded generator). ``validation_only`` (a
     tuning trial): the fold's test rows are neither checked nor kept, so nothing reads them."""
     from ssmbench.data.store import open_fold
-    from ssmbench.models import build_model
+    from ssmbench.models import build_model, is_estimator
+    from ssmbench.train.split_files import read_split
 
     settings = spec["settings"]
     fold = int(spec["fold"])
@@ -180,16 +193,25 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
             f"{spec['dataset']} is a regression task: monitor {monitor!r} has no meaning "
             f"there; set monitor: val_loss for benchmark {spec['benchmark']!r} in params.yaml"
         )
-    train_idx, val_idx, test_idx, method = split_fold(
-        dataset, fold, settings["val_fraction"], validation_seed(settings, seed),
-        settings.get("val_split_fallback", "per_class"),
-    )  # fmt: skip
-    # Bad data or a degenerate fold fails here, before any epoch (ssmbench.train.checks).
+    if spec.get("split_dir"):
+        # drawn and checked by the split rule (ssmbench.train.split_files): rows on disk,
+        # read a block at a time, so none of them is in this job's memory
+        train_idx, val_idx, test_idx, method = read_split(spec["split_dir"], dataset, fold,
+                                                          settings)  # fmt: skip
+    else:
+        train_idx, val_idx, test_idx, method = split_fold(
+            dataset, fold, settings["val_fraction"], validation_seed(settings, seed),
+            settings.get("val_split_fallback", "per_class"),
+        )  # fmt: skip
+        # Bad data or a degenerate fold fails here, before any epoch (ssmbench.train.checks);
+        # the split rule made these checks of a split read from disk.
+        if validation_only:
+            check_inputs(dataset, fold, rows=np.union1d(train_idx, val_idx))
+        else:
+            check_inputs(dataset, fold)
     if validation_only:
-        check_inputs(dataset, fold, rows=np.union1d(train_idx, val_idx))
         test_idx, test_sets = test_idx[:0], {}
     else:
-        check_inputs(dataset, fold)
         test_sets = dataset.test_sets(fold)
     check_split(dataset, fold, train_idx, val_idx, settings["val_fraction"])
     data = FoldData(dataset, objective, mask, train_idx, val_idx, test_idx, test_sets, method)
@@ -202,6 +224,11 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
         spec["model"], int(meta["C"]), objective.n_outputs, int(meta["L"]),
         spec["model_params"], per_step=objective.per_step,
     )  # fmt: skip
+    if data.reading.mode != BLOCKS or is_estimator(model):
+        # read whole where they are used whole: a full shuffle in memory, an estimator's fit
+        data.train_idx, data.val_idx, data.test_idx = (
+            np.asarray(rows) for rows in (data.train_idx, data.val_idx, data.test_idx)
+        )
     if "steps" in model_inputs(model):  # a time-aware model: Δ from the timestamps
         data.inputs["steps"], data.steps_source = dataset.steps()
     if "mask" in model_inputs(model):  # which values were observed

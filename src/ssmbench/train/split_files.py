@@ -1,0 +1,126 @@
+"""A fold's split drawn once, in a job of its own, and kept on disk for its training jobs.
+
+Drawing the authors' validation split (``ssmbench.data.validation_split``) needs memory in
+proportion to N at least once: scikit-learn's draw permutes every class's rows. For a
+dataset read in blocks (larger than ``protocol.reading.in_memory_max_gb``), the workflow's
+``split`` rule draws it once per (benchmark, dataset, fold) with `write_split` -- the
+input checks, the split and its checks, as ``run_setup.set_up`` would -- and writes the
+sorted training, validation and test rows as ``.npy`` files with a ``split.json`` saying
+what they were drawn from and with. Every training job of that fold then reads them as
+`ssmbench.data.row_file.RowFile`s (`read_split`): no row index in its memory, so its
+resident set does not grow with N; and the 16 models of a fold share one draw.
+
+A split file is checked against the run before it is used: the same settings
+(`split_settings`), the same prepared dataset (its N and raw-file checksums), rows
+strictly increasing inside ``[0, N)``; a mismatch is a `DataError` naming the file and
+the field, never a silent redraw.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from ssmbench.data.errors import DataError
+from ssmbench.data.row_file import RowFile, save_rows
+from ssmbench.train.checks import check_inputs, check_split
+from ssmbench.train.splits import FoldSplit, split_fold, validation_seed
+
+#: the files of a split folder, by part
+PART_FILES = {"train": "train.npy", "val": "val.npy", "test": "test.npy"}
+SPLIT_JSON = "split.json"
+FORMAT = 1
+
+
+def split_settings(settings: dict, fold: int) -> dict:
+    """What a fold's split is drawn with: the fold, the validation fraction, the split's
+    seed (``protocol.val_split_seed``, or the run's seed) and the fallback."""
+    run_seed = int(settings.get("seed_base", 0)) + int(fold)
+    return {
+        "fold": int(fold),
+        "val_fraction": float(settings["val_fraction"]),
+        "seed": validation_seed(settings, run_seed),
+        "fallback": settings.get("val_split_fallback", "per_class"),
+    }
+
+
+def _dataset_identity(dataset) -> dict:
+    return {"N": int(dataset.meta["N"]), "raw_files": dataset.meta.get("raw_files")}
+
+
+def write_split(prepared_dir: str | os.PathLike, fold: int, settings: dict,
+                out_dir: str | os.PathLike) -> dict:  # fmt: skip
+    """Check the prepared dataset, draw fold ``fold``'s split with ``settings`` and write
+    it to ``out_dir`` (a temporary folder beside it, then a rename: a split folder is
+    whole or absent). Returns what ``split.json`` holds."""
+    from ssmbench.data.store import open_fold
+
+    out_dir = Path(out_dir)
+    dataset = open_fold(prepared_dir, fold)
+    drawn_with = split_settings(settings, fold)
+    check_inputs(dataset, int(fold))
+    split = split_fold(dataset, int(fold), drawn_with["val_fraction"], drawn_with["seed"],
+                       drawn_with["fallback"])  # fmt: skip
+    check_split(dataset, int(fold), split.train, split.val, drawn_with["val_fraction"])
+    summary = {
+        "format": FORMAT,
+        "settings": drawn_with,
+        "dataset": _dataset_identity(dataset),
+        "prepared_dir": str(prepared_dir),
+        "method": split.method,
+        "rows": {part: len(getattr(split, part)) for part in PART_FILES},
+    }
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    for part, name in PART_FILES.items():
+        save_rows(tmp / name, getattr(split, part))
+    (tmp / SPLIT_JSON).write_text(json.dumps(summary, indent=1) + "\n")
+    if out_dir.exists():  # drawn again (its settings or data changed): replaced whole
+        old = out_dir.with_name(f".{out_dir.name}.old-{os.getpid()}")
+        os.replace(out_dir, old)
+        os.replace(tmp, out_dir)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, out_dir)
+    return summary
+
+
+def read_split(split_dir: str | os.PathLike, dataset, fold: int, settings: dict) -> FoldSplit:
+    """Fold ``fold``'s `FoldSplit` from ``split_dir`` as `RowFile`s, after checking it was
+    drawn from ``dataset`` with this run's ``settings`` (`DataError` otherwise)."""
+    split_dir = Path(split_dir)
+    path = split_dir / SPLIT_JSON
+    again = "Run the split step again (snakemake's split rule, or `ssmbench split`)."
+    try:
+        summary = json.loads(path.read_text())
+    except FileNotFoundError as e:
+        raise DataError(f"{path}: missing: the fold's split was not drawn. {again}") from e
+    except (OSError, json.JSONDecodeError) as e:
+        raise DataError(f"{path}: unreadable ({e}). {again}") from e
+    if not isinstance(summary, dict) or summary.get("format") != FORMAT:
+        raise DataError(f"{path}: not a split of format {FORMAT}. {again}")
+    expected = {"settings": split_settings(settings, fold), "dataset": _dataset_identity(dataset)}
+    for key, want in expected.items():
+        found = summary.get(key)
+        if found != want:
+            fields = sorted(
+                k for k in want if not isinstance(found, dict) or found.get(k) != want[k]
+            )
+            raise DataError(
+                f"{path}: drawn with {key} {found!r}, but this run has {want!r} (differs in "
+                f"{', '.join(fields)}). {again}"
+            )
+    rows = {}
+    for part, name in PART_FILES.items():
+        rows[part] = RowFile(split_dir / name)
+        rows[part].check_sorted(int(dataset.meta["N"]))
+        if len(rows[part]) != summary.get("rows", {}).get(part):
+            raise DataError(
+                f"{split_dir / name}: {len(rows[part])} rows, but {SPLIT_JSON} says "
+                f"{summary.get('rows', {}).get(part)}. {again}"
+            )
+    return FoldSplit(rows["train"], rows["val"], rows["test"], str(summary["method"]))
