@@ -242,6 +242,35 @@ def test_block_reader_batches_hold_no_copy_of_its_rows(tmp_path):
     reader.close()
 
 
+@pytest.mark.parametrize(
+    "rows", [np.arange(0, 5_000, 3), np.r_[np.arange(40), np.arange(4_900, 5_000)]]
+)
+def test_block_reader_reads_the_labels_with_the_blocks(tmp_path, rows):
+    """Labels read with each block (spans and run-by-run blocks alike), for sorted and
+    unsorted batches; the labels of the batch just read come without a second lookup."""
+    X = np.random.default_rng(4).standard_normal((5_000, 3)).astype(np.float32)
+    y = np.random.default_rng(5).integers(0, 9, 5_000)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    reader = BlockReader(tmp_path / "X.npy", rows, 16, 4, labels=tmp_path / "y.npy")
+    labels = reader.labels
+    assert labels.dtype == y.dtype and len(labels) == len(y)
+    rng = np.random.default_rng(6)
+    for batch in (np.sort(rng.choice(rows, 64, replace=False)), rng.choice(rows, 50),
+                  rows[:0]):  # fmt: skip
+        assert np.array_equal(reader[batch], X[batch])
+        got = labels[batch]
+        assert got is reader._last[1] and np.array_equal(got, y[batch])
+    other = np.sort(rng.choice(rows, 10, replace=False))  # not the batch just read
+    assert np.array_equal(labels[other], y[other])
+    np.save(tmp_path / "short.npy", y[:-1])
+    with pytest.raises(ValueError, match="one label a row"):
+        BlockReader(tmp_path / "X.npy", rows, 16, 4, labels=tmp_path / "short.npy")
+    with pytest.raises(ValueError, match="without labels"):
+        _ = BlockReader(tmp_path / "X.npy", rows, 16, 4).labels
+    reader.close()
+
+
 # ----------------------------------------------------------------------------- the runs
 JOB = Job("uea", "BasicMotions", "MS4", 0)
 # BasicMotions: 36 training rows of 6 x 100 float32 (2,400 bytes): blocks of 4 rows,

@@ -316,22 +316,30 @@ class BlockReader:
     block's first and last row and the cached blocks' rows: nothing here enters the
     process's RSS but the cache (and 16 bytes a block)."""
 
-    def __init__(self, path: str | os.PathLike, rows, block_rows: int,
-                 cache_blocks: int, threads: int = READ_THREADS):  # fmt: skip
+    def __init__(self, path: str | os.PathLike, rows, block_rows: int, cache_blocks: int,
+                 threads: int = READ_THREADS, labels: str | os.PathLike | None = None):  # fmt: skip
         self.path = Path(path)
         shape, fortran, dtype, self.offset = read_npy_header(self.path)
         if fortran:
             raise ValueError(f"{self.path}: a Fortran-ordered array cannot be read by rows")
         self.shape, self.dtype, self.ndim = shape, np.dtype(dtype), len(shape)
+        # labels (N,) read with each block, one gather more a block (`BlockLabels`)
+        self.labels_path = None if labels is None else Path(labels)
+        if self.labels_path is not None:
+            label_shape, _, label_dtype, self.labels_offset = read_npy_header(self.labels_path)
+            if label_shape != shape[:1]:
+                raise ValueError(f"{self.labels_path}: shape {label_shape}, expected "
+                                 f"{shape[:1]}: one label a row of {self.path}")  # fmt: skip
+            self.labels_dtype = np.dtype(label_dtype)
+        self._labels_fd: int | None = None
+        self._last: tuple | None = None  # the batch last read, and its labels
         self.row_shape = shape[1:]
         self.row_bytes = int(np.prod(self.row_shape, dtype=np.int64)) * self.dtype.itemsize
         self.rows = sorted_rows(rows)  # shared with the run's own (sorted) rows
         self.block_rows, self.cache_blocks = int(block_rows), max(1, int(cache_blocks))
         # block -> (its rows, their values, the buffer holding them, the first file row
-        # of its span when read whole, else None)
-        self.cache: OrderedDict[int, tuple[np.ndarray, np.ndarray, np.ndarray, int | None]] = (
-            OrderedDict()
-        )
+        # of its span when read whole (else None), the labels of the same rows or None)
+        self.cache: OrderedDict[int, tuple] = OrderedDict()
         self.threads = max(1, int(threads))
         self.firsts, self.lasts = block_bounds(self.rows, self.block_rows)
         spans = self.lasts - self.firsts + 1
@@ -355,11 +363,20 @@ class BlockReader:
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        for fd in (self._fd, self._labels_fd):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._labels_fd = None
         self.cache.clear()
         self._free.clear()
+        self._last = None
+
+    @property
+    def labels(self) -> BlockLabels:
+        """The labels of this reader's rows, read with its blocks (``labels=`` given)."""
+        if self.labels_path is None:
+            raise ValueError(f"{self.path}: this reader was made without labels")
+        return BlockLabels(self)
 
     def __del__(self):
         try:
@@ -381,31 +398,40 @@ class BlockReader:
 
     def _pread(self, out: np.ndarray, first_row: int) -> None:
         """File rows first_row.. into ``out`` (contiguous), as many as it holds."""
-        view = memoryview(out).cast("B")
-        start, done, fd = self.offset + first_row * self.row_bytes, 0, self._open()
-        while done < len(view):
-            got = os.preadv(fd, [view[done:]], start + done)
-            if got <= 0:
-                raise OSError(f"{self.path}: short read at byte {start + done}")
-            done += got
-        self.bytes_read += done
+        at = self.offset + first_row * self.row_bytes
+        self.bytes_read += pread_exactly(self._open(), out, at, self.path)
 
-    def _read_block(self, b: int, buffer: np.ndarray) -> tuple[np.ndarray, np.ndarray, int | None]:
-        """(its rows, their values or its span, the span's first file row) for a block
-        read whole; (its rows, their values, None) for one read run by run."""
+    def _pread_labels(self, out: np.ndarray, first_row: int) -> None:
+        if self._labels_fd is None:
+            self._labels_fd = os.open(self.labels_path, os.O_RDONLY)
+        at = self.labels_offset + first_row * self.labels_dtype.itemsize
+        pread_exactly(self._labels_fd, out, at, self.labels_path)
+
+    def _read_block(self, b: int, buffer: np.ndarray) -> tuple:
+        """(its rows, their values or its span, the span's first file row, the labels of
+        the same) for a block read whole; (its rows, their values, None, their labels) for
+        one read run by run. Labels None without ``labels=``."""
         first, last = int(self.firsts[b]), int(self.lasts[b])
         rows = block_slice(self.rows, b, self.block_rows)
+        with_labels = self.labels_path is not None
         if last - first + 1 <= len(buffer):
             out = buffer[: last - first + 1]
             self._pread(out, first)
-            return rows, out, first
+            labels = np.empty(len(out), self.labels_dtype) if with_labels else None
+            if with_labels:
+                self._pread_labels(labels, first)
+            return rows, out, first, labels
         out = buffer[: len(rows)]
+        labels = np.empty(len(rows), self.labels_dtype) if with_labels else None
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1  # where a run of consecutive rows ends
         for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, len(rows)], strict=True):
             self._pread(out[lo:hi], int(rows[lo]))
-        return rows, out, None
+            if with_labels:
+                self._pread_labels(labels[lo:hi], int(rows[lo]))
+        return rows, out, None, labels
 
     def __getitem__(self, batch) -> np.ndarray:
+        asked = batch  # the object: `BlockLabels` gives its labels when asked for it next
         batch = np.asarray(batch)
         if batch.dtype.kind not in "iu" and batch.size:
             raise TypeError(f"{self.path}: rows are asked for by integer index, got {batch.dtype}")
@@ -413,12 +439,23 @@ class BlockReader:
         if len(batch) and (not len(self.firsts) or batch.min() < self.firsts[0]
                            or batch.max() > self.lasts[-1]):  # fmt: skip
             raise outside
-        batch = batch.astype(np.int64, copy=False)
+        batch = batch.astype(np.int64, copy=False).reshape(-1)
+        with_labels = self.labels_path is not None
+        if not batch.size:
+            if with_labels:
+                self._last = (asked, np.empty(0, self.labels_dtype))
+            return np.empty((0, *self.row_shape), dtype=self.dtype)
+        # sorted (as iterate_batches asks) so each block's rows are one slice of the batch
+        unsort = None if (batch[1:] >= batch[:-1]).all() else np.argsort(batch, kind="stable")
+        if unsort is not None:
+            batch = batch[unsort]
         # the block each row would be in: the last whose first row is at or before it
         blocks = np.searchsorted(self.firsts, batch, side="right") - 1
-        needed = np.unique(blocks)  # ascending: the file front to back
-        keep = set(needed.tolist())
-        missing = [int(b) for b in needed if int(b) not in self.cache]
+        cuts = np.flatnonzero(blocks[1:] != blocks[:-1]) + 1
+        los, his = np.r_[0, cuts], np.r_[cuts, len(batch)]
+        needed = blocks[los].tolist()  # ascending: the file front to back
+        keep = set(needed)
+        missing = [b for b in needed if b not in self.cache]
         for old in list(self.cache):
             if len(self.cache) + len(missing) <= self.cache_blocks:
                 break
@@ -434,19 +471,61 @@ class BlockReader:
             done = list(self._pool.map(self._read_block, missing, buffers))
         else:
             done = [self._read_block(b, buf) for b, buf in zip(missing, buffers, strict=True)]
-        for b, buf, (rows, values, first) in zip(missing, buffers, done, strict=True):
-            self.cache[b] = (rows, values, buf, first)
+        for b, buf, (rows, values, first, labels) in zip(missing, buffers, done, strict=True):
+            self.cache[b] = (rows, values, buf, first, labels)
         out = np.empty((len(batch), *self.row_shape), dtype=self.dtype)
-        for b in needed:
-            rows, values, _, first = self.cache[int(b)]
-            self.cache.move_to_end(int(b))
-            sel = blocks == b
-            wanted = batch[sel]
-            at = np.searchsorted(rows, wanted)  # in the block's own rows: a row of this set?
-            if (at >= len(rows)).any() or (rows[np.minimum(at, len(rows) - 1)] != wanted).any():
+        labels_out = np.empty(len(batch), self.labels_dtype) if with_labels else None
+        for b, lo, hi in zip(needed, los.tolist(), his.tolist(), strict=True):
+            rows, values, _, first, labels = self.cache[b]
+            self.cache.move_to_end(b)
+            # in the block's own rows (their dtype: no cast of the block): one of this set?
+            wanted = batch[lo:hi].astype(rows.dtype, copy=False)
+            at = rows.searchsorted(wanted)
+            if at[-1] >= len(rows) or (rows[at] != wanted).any():
                 raise outside
-            out[sel] = values[wanted - first] if first is not None else values[at]
+            where = wanted - first if first is not None else at
+            out[lo:hi] = values[where]
+            if with_labels:
+                labels_out[lo:hi] = labels[where]
+        if unsort is not None:
+            out[unsort] = out.copy()
+            if with_labels:
+                labels_out[unsort] = labels_out.copy()
+        if with_labels:
+            self._last = (asked, labels_out)
         return out
+
+
+class BlockLabels:
+    """The labels of a `BlockReader`'s rows, read with its blocks: ``labels[batch]`` just
+    after ``reader[batch]`` with the same batch object (what ``iterate_batches`` does) is
+    the labels that read gathered (a lookup: no second search of the blocks); any other
+    batch is read through the reader. Indexed like the label array."""
+
+    def __init__(self, reader: BlockReader):
+        self.reader = reader
+        self.dtype, self.shape, self.ndim = reader.labels_dtype, reader.shape[:1], 1
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __getitem__(self, batch) -> np.ndarray:
+        last = self.reader._last
+        if last is None or last[0] is not batch:
+            self.reader[batch]
+            last = self.reader._last
+        return last[1]
+
+
+def pread_exactly(fd: int, out: np.ndarray, at: int, path) -> int:
+    """Fill ``out`` (contiguous) from byte ``at`` of the open file ``fd``; its bytes."""
+    view, done = memoryview(out).cast("B"), 0
+    while done < len(view):
+        got = os.preadv(fd, [view[done:]], at + done)
+        if got <= 0:
+            raise OSError(f"{path}: short read at byte {at + done}")
+        done += got
+    return done
 
 
 class RowValues:
@@ -489,12 +568,7 @@ class RowValues:
         for lo, hi in zip(np.r_[0, breaks], np.r_[breaks, len(wanted)], strict=True):
             first = int(wanted[lo])
             span = np.empty((int(wanted[hi - 1]) - first + 1, *self.row_shape), self.dtype)
-            view, at, done = memoryview(span).cast("B"), self.offset + first * self.row_bytes, 0
-            while done < len(view):
-                n = os.preadv(self._fd, [view[done:]], at + done)
-                if n <= 0:
-                    raise OSError(f"{self.path}: short read at byte {at + done}")
-                done += n
+            pread_exactly(self._fd, span, self.offset + first * self.row_bytes, self.path)
             got[lo:hi] = span[wanted[lo:hi] - first]
         if order is None:
             return got

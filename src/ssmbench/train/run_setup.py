@@ -93,7 +93,7 @@ class FoldData:
             if self._train_reader is None:  # two windows' blocks: a batch spans at most two
                 self._train_reader = BlockReader(
                     self.dataset.path / "X.npy", self.train_idx, self.reading.block_rows,
-                    2 * self.reading.buffer_blocks,
+                    2 * self.reading.buffer_blocks, labels=self._labels_file(),
                 )  # fmt: skip
             return self._train_reader
         return self.dataset.X
@@ -112,17 +112,34 @@ class FoldData:
                 key = key.digest()
             if key not in self._eval_readers:
                 self._eval_readers[key] = BlockReader(
-                    self.dataset.path / "X.npy", rows, self.reading.block_rows, 2
-                )
+                    self.dataset.path / "X.npy", rows, self.reading.block_rows, 2,
+                    labels=self._labels_file(),
+                )  # fmt: skip
             return self._eval_readers[key]
         return self.dataset.X
 
+    def _labels_file(self):
+        """y.npy where a block reader reads the labels with X's blocks: a classification
+        read in blocks (a regression's targets, mask and inputs stay memory maps)."""
+        return self.dataset.path / "y.npy" if self.objective.task == "classification" else None
+
+    def train_y(self):
+        """y as the training batches read it: in block mode (classification) the labels the
+        training reader reads with each block (``BlockLabels``), else `y`."""
+        X = self.train_X()
+        return X.labels if isinstance(X, BlockReader) and X.labels_path else self.y
+
+    def rows_y(self, rows):
+        """y as an evaluation over ``rows`` reads it (with `rows_X`'s reader)."""
+        X = self.rows_X(rows)
+        return X.labels if isinstance(X, BlockReader) and X.labels_path else self.y
+
     @property
     def y(self):
-        """y as batches and evaluations read it: the memory map, or in block mode a
-        classification's labels read by row with ``os.pread`` (`RowValues`), where the
-        map's int64 pages would build up in the resident set over an epoch (8 bytes a
-        row) and a copy in memory would hold a byte a row."""
+        """y by row: the memory map, or in block mode a classification's labels read by row
+        with ``os.pread`` (`RowValues`), where the map's int64 pages would build up in the
+        resident set over an epoch (8 bytes a row) and a copy in memory would hold a byte
+        a row. Batches read theirs with X's blocks instead (`train_y`, `rows_y`)."""
         if self._labels is None and self.reading is not None and self.reading.mode == BLOCKS \
                 and self.objective.task == "classification":  # fmt: skip
             self._labels = RowValues(self.dataset.path / "y.npy")
@@ -150,7 +167,7 @@ class FoldData:
         self, model, rows, batch_size, device, stage: str, with_mae: bool = False
     ) -> tuple[float, ...]:
         return evaluate(
-            model, self.objective, self.rows_X(rows), self.y, self.mask, rows,
+            model, self.objective, self.rows_X(rows), self.rows_y(rows), self.mask, rows,
             batch_size, device, stage, inputs=self.inputs, with_mae=with_mae,
         )  # fmt: skip
 
