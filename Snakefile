@@ -21,6 +21,7 @@ validate_schema(config, source="params.yaml")
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
+include: "workflow/rules/split.smk"
 include: "workflow/rules/tune.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/report.smk"

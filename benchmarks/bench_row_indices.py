@@ -7,13 +7,19 @@ disk and the row indices are what is measured; ``--classes`` labels drawn with u
 class sizes) and, each in its own process, measures from a baseline taken after the
 imports:
 
-* ``ours``: what ``ssmbench train`` holds in block mode: ``run_setup.set_up`` (the fold's
-  rows, the authors' validation split drawn by ``ssmbench.data.validation_split``, the
-  checks, an MS4N), then one epoch's block-shuffled order (`plan_order`), the training
-  ``BlockReader``, the validation and test readers and the labels (``FoldData.y``), one
-  batch read through each; then the batches of the epoch's first `TRAIN_WINDOWS`
-  windows read (the reader's cache at its size) and `TRAIN_STEPS` of them trained on
-  (MS4N, Adam): the whole run's peak;
+* ``ours``: what ``ssmbench train`` holds in block mode when it draws the split itself (a
+  dataset whose size the catalog does not know): ``run_setup.set_up`` (the fold's rows,
+  the authors' validation split drawn by ``ssmbench.data.validation_split``, the checks,
+  an MS4N), then one epoch's block-shuffled order (`plan_order`), the training
+  ``BlockReader``, the validation and test readers (labels read with the blocks), one
+  batch read through each; then the batches of the epoch's first `TRAIN_WINDOWS` windows
+  read (the reader's cache at its size) and `TRAIN_STEPS` of them trained on (MS4N,
+  Adam): the whole run's peak;
+* ``split_step``: the split rule's job (``ssmbench.train.split_files.write_split``: the
+  checks, the same draw, the rows written as .npy files);
+* ``ours_files``: the same as ``ours`` reading the split step's files
+  (``spec["split_dir"]``: what a block-read dataset's training jobs do): the rows stay on
+  disk (``RowFile``), read a block at a time;
 * ``anchor``: the same rows the way scikit-learn draws them, as ssmbench did before: the
   index file parsed with ``str.split``, int64 pool and labels, ``StratifiedShuffleSplit``
   (test_size 0.1, random_state 1234), an int64 copy of the training rows for the order
@@ -22,7 +28,7 @@ imports:
 Both are run at ``--rows`` (default S2Agri's 59,268,823) and at a quarter of it, and it
 prints the RSS kept (VmRSS) and the peak (VmHWM) above the baseline, after the split and
 after the rest, in MiB and per row, and the slope between the two sizes (bytes per added
-row). The validation rows of both are checked to be the same. The set-up's checks read
+row). The validation rows of all four are checked to be the same. The set-up's checks read
 all of X (sparse: about 2 minutes at S2Agri's size here).
 
 Usage: python benchmarks/bench_row_indices.py [--rows 59268823] [--classes 17] [--workdir DIR]
@@ -50,6 +56,8 @@ S2AGRI_ROWS, C, L = 59_268_823, 10, 24
 TRAIN_WINDOWS, TRAIN_STEPS = 2.2, 20
 N_FOLDS = 5
 MIB = 1 << 20
+#: measured in this order at each size (split_step writes the files ours_files reads)
+KINDS = ("anchor", "ours", "split_step", "ours_files")
 
 
 def make(folder: Path, n: int, n_classes: int) -> None:
@@ -75,7 +83,8 @@ def measure(kind: str, folder: Path) -> dict:
 
     from ssmbench.config import Job, job_spec, load_params
     from ssmbench.data.store import PreparedDataset
-    from ssmbench.train.batch_order import epoch_order, plan_order, plan_reading
+    from ssmbench.reading_plan import plan_reading
+    from ssmbench.train.batch_order import epoch_order, plan_order
     from ssmbench.train.run_setup import set_up
     from ssmbench.train.splits import iterate_batches
 
@@ -84,13 +93,23 @@ def measure(kind: str, folder: Path) -> dict:
     else:
         import ssmbench.models  # noqa: F401 - imported before the baseline, as sklearn is
     base = memory_bytes("VmRSS")
-    if kind == "ours":
+    if kind in ("ours", "ours_files", "split_step"):
         job = Job("monster", "Pedestrian", "MS4N", 0)
         spec = job_spec(load_params(ROOT / "params.yaml"), job)
         spec["prepared_dir"] = str(folder)
         reading = spec["settings"].get("reading") or {}
         spec["settings"]["reading"] = {**reading, "in_memory_max_gb": 0}  # block mode
         spec["settings"]["val_split_seed"] = 1234
+    if kind == "split_step":  # the split rule's job: checks, the draw, the files written
+        from ssmbench.data.row_file import RowFile
+        from ssmbench.train.split_files import write_split
+
+        write_split(folder, 0, spec["settings"], folder / "split")
+        split = rest = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base
+        val, n_train, order = RowFile(folder / "split" / "val.npy"), None, ()
+    elif kind in ("ours", "ours_files"):
+        if kind == "ours_files":  # the rows the split step wrote, read from disk
+            spec["split_dir"] = str(folder / "split")
         run = set_up(spec, 1)
         data = run.data
         split = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base
@@ -134,10 +153,12 @@ def measure(kind: str, folder: Path) -> dict:
         del tr, va, y_pool
         rest = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base
     kept, peak = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base
+    val_sha = hashlib.sha256()  # a chunk at a time: the rows on disk stay there
+    for start in range(0, len(val), 1 << 20):
+        val_sha.update(np.asarray(val[start : start + (1 << 20)], np.int64))
     return {"split_kept": split[0], "split_peak": split[1], "rest_kept": rest[0],
             "rest_peak": rest[1], "kept": kept, "peak": peak, "vmhwm": memory_bytes("VmHWM"),
-            "n_train": n_train, "order": len(order),
-            "val_sha": hashlib.sha256(np.asarray(val, np.int64)).hexdigest()}  # fmt: skip
+            "n_train": n_train, "order": len(order), "val_sha": val_sha.hexdigest()}  # fmt: skip
 
 
 def main() -> None:
@@ -158,7 +179,7 @@ def main() -> None:
         for n in sizes:
             folder = workdir / f"n{n}"
             make(folder, n, args.classes)
-            for kind in ("anchor", "ours"):
+            for kind in KINDS:
                 out = subprocess.run(
                     [sys.executable, __file__, "--measure", kind, str(folder)],
                     check=True, capture_output=True, text=True,
@@ -172,12 +193,19 @@ def main() -> None:
     print(f"S2Agri's rows ({C} x {L} float32), {args.classes} classes, fold 0 of {N_FOLDS} "
           f"given folds, validation 0.1 (seed 1234), params.yaml's block sizes; RSS above "
           f"the imports:")  # fmt: skip
-    for kind, what in (("anchor", "scikit-learn split, int64 rows + copies (before)"),
-                       ("ours", "ssmbench set_up + block order + readers + labels")):  # fmt: skip
+    for kind, what in (
+        ("anchor", "scikit-learn split, int64 rows + copies (before)"),
+        ("ours", "ssmbench set_up drawing the split in the training job (a dataset of "
+                 "unknown size) + block order + readers + labels"),
+        ("split_step", "the split rule's job (ssmbench split): checks, draw, files written"),
+        ("ours_files", "ssmbench set_up reading the split step's files (block-read "
+                       "datasets) + block order + readers + labels"),
+    ):  # fmt: skip
         print(f"  {kind}: {what}")
-        stages = [("split", "split_kept", "split_peak"),
-                  ("+ order, readers", "rest_kept", "rest_peak")]  # fmt: skip
-        if kind == "ours":
+        stages = [("split", "split_kept", "split_peak")]
+        if kind != "split_step":
+            stages.append(("+ order, readers", "rest_kept", "rest_peak"))
+        if kind in ("ours", "ours_files"):
             stages.append((f"+ {TRAIN_STEPS} steps", "kept", "peak"))
         for stage, kept, peak in stages:
             for n in sizes:
@@ -193,16 +221,19 @@ def main() -> None:
                   f"{slope_kept * S2AGRI_ROWS / MIB:,.0f} MiB, peak "
                   f"{slope_peak * S2AGRI_ROWS / MIB:,.0f} MiB")  # fmt: skip
     for n in sizes:
-        same = results["anchor", n]["val_sha"] == results["ours", n]["val_sha"]
-        print(f"  N {n:,}: validation rows {'the same' if same else 'DIFFER'} "
+        same = all(results["anchor", n]["val_sha"] == results[kind, n]["val_sha"]
+                   for kind in KINDS)  # fmt: skip
+        print(f"  N {n:,}: validation rows of all four {'the same' if same else 'DIFFER'} "
               f"({results['ours', n]['n_train']:,} training rows)")  # fmt: skip
         if not same:
             raise SystemExit("the validation rows differ from scikit-learn's")
-    ratio = results["ours", large]["rest_peak"] / results["anchor", large]["rest_peak"]
-    print(f"  peak of the split, order and readers, ours / anchor at N {large:,}: {ratio:.3f}")
-    for n in sizes:
-        print(f"  ours, the whole process's peak (VmHWM, imports included) at N {n:,}: "
-              f"{results['ours', n]['vmhwm'] / MIB:,.0f} MiB")  # fmt: skip
+    for kind in ("ours", "ours_files"):
+        ratio = results[kind, large]["rest_peak"] / results["anchor", large]["rest_peak"]
+        print(f"  peak of the split, order and readers, {kind} / anchor at N {large:,}: "
+              f"{ratio:.3f}")  # fmt: skip
+    for kind in ("ours", "split_step", "ours_files"):
+        print(f"  {kind}, the whole process's peak (VmHWM, imports included): " + ", ".join(
+            f"{results[kind, n]['vmhwm'] / MIB:,.0f} MiB at N {n:,}" for n in sizes))  # fmt: skip
 
 
 if __name__ == "__main__":

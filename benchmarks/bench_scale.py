@@ -287,7 +287,8 @@ def phase_train(data: Path, steps: int, batch: int, threads: int, seed: int, par
     from ssmbench.config import load_params
     from ssmbench.data.store import PreparedDataset
     from ssmbench.models import build_model
-    from ssmbench.train.batch_order import BlockReader, plan_order, plan_reading
+    from ssmbench.reading_plan import plan_reading
+    from ssmbench.train.batch_order import BlockReader, plan_order
     from ssmbench.train.run_setup import seed_everything
     from ssmbench.train.splits import iterate_batches
 
@@ -381,7 +382,8 @@ def phase_load(
 
     from ssmbench.config import load_params
     from ssmbench.data.store import PreparedDataset
-    from ssmbench.train.batch_order import BlockReader, epoch_order, plan_reading
+    from ssmbench.reading_plan import plan_reading
+    from ssmbench.train.batch_order import BlockReader, epoch_order
     from ssmbench.train.splits import iterate_batches
 
     path = data / "prepared" / NAME

@@ -18,17 +18,9 @@ from conftest import make_project, signal_at_training_batch
 from ssmbench.config import ConfigError, Job, job_spec
 from ssmbench.data.uea import fetch_uea, prepare_uea
 from ssmbench.params_file import read_params, validate_schema
+from ssmbench.reading_plan import BLOCKS, DEFAULT_READING, MEMORY, plan_reading, reading_settings
 from ssmbench.train import batch_order, protocol, run_setup
-from ssmbench.train.batch_order import (
-    BLOCKS,
-    MEMORY,
-    BlockReader,
-    BlockShuffledOrder,
-    epoch_order,
-    plan_order,
-    plan_reading,
-    reading_settings,
-)
+from ssmbench.train.batch_order import BlockReader, BlockShuffledOrder, epoch_order, plan_order
 from ssmbench.train.checkpoint import TrainingInterrupted
 from ssmbench.train.protocol import run_job
 
@@ -192,7 +184,7 @@ def test_unknown_reading_key_and_suite_override_are_checked():
 
 def test_params_yaml_states_the_defaults():
     params = read_params("params.yaml")
-    assert params["protocol"]["reading"] == batch_order.DEFAULT_READING
+    assert params["protocol"]["reading"] == DEFAULT_READING
 
 
 # ----------------------------------------------------------------------------- the reader

@@ -23,6 +23,8 @@ LAYERS = {
     "ssmbench.staleness": 2,
     "ssmbench.config": 2,
     "ssmbench.params_file": 2,
+    "ssmbench.reading_plan": 2,
+    "ssmbench.fold_split": 2,
     "ssmbench.resources": 2,
     "ssmbench.search_space": 2,
     "ssmbench.series_lengths": 2,

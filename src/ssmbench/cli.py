@@ -4,6 +4,7 @@
     ssmbench grid                       list the suite's jobs
     ssmbench fetch   --benchmark B --dataset D [--force]
     ssmbench prepare --benchmark B --dataset D
+    ssmbench split   --benchmark B --dataset D --fold K [--out DIR]
     ssmbench train   --benchmark B --dataset D --model M --fold K
     ssmbench report  [--list-outputs | --show-tables | --published]
     ssmbench complexity --channels C --classes K --length L | --table4 [--csv F]
@@ -160,6 +161,33 @@ def cmd_prepare(args) -> int:
         f"prepared {path}: N={meta['N']} C={meta['C']} L={meta['L']} classes={meta['n_classes']} "
         f"length_policy={meta.get('length_policy')!r}"
     )
+    return 0
+
+
+def cmd_split(args) -> int:
+    """One fold's split of a dataset read in blocks, drawn once for all its training jobs
+    (the split rule; ssmbench.train.split_files.write_split): the training, validation
+    and test rows as .npy files and a split.json, in ``split_path`` (or --out, under
+    paths.splits). It is drawn with the benchmark's settings (``benchmark_settings``: what
+    every model's run has unless it overrides them, which `untuned_spec` refuses for such
+    a dataset), so a run's ``read_split`` check finds its own settings."""
+    from ssmbench.config import benchmark_settings, split_dir_of, split_path
+    from ssmbench.train.split_files import write_split
+
+    params = _params(args)
+    _check_known(args, params)
+    settings = benchmark_settings(params, args.benchmark, dataset=args.dataset)
+    prepared = Path(params["paths"]["prepared"]) / args.benchmark / args.dataset
+    own = split_path(params, args.benchmark, args.dataset, args.fold)
+    out = _inside(Path(args.out) if args.out else own, params, "splits")
+    if split_dir_of(params, (args.benchmark, args.dataset, args.fold)) is None:
+        _log(f"note: {args.benchmark}/{args.dataset} fits protocol.reading.in_memory_max_gb: "
+             "its runs draw their split themselves and do not read this one")  # fmt: skip
+    summary = write_split(prepared, args.fold, settings, out)
+    rows = summary["rows"]
+    _log(f"wrote {out}: fold {args.fold} of {args.benchmark}/{args.dataset} "
+         f"({summary['method']}): {rows['train']} train, {rows['val']} validation, "
+         f"{rows['test']} test rows; drawn with {json.dumps(summary['settings'])}")  # fmt: skip
     return 0
 
 
@@ -484,6 +512,20 @@ def build_parser() -> argparse.ArgumentParser:
                 help="fetch again even if the raw copy matches its provenance",
             )
         p.set_defaults(func=func)
+    p = sub.add_parser(
+        "split",
+        help="one fold's train/validation/test rows of a dataset read in blocks, drawn once "
+        "for its training jobs (the split rule)",
+    )
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--fold", required=True, type=int)
+    p.add_argument(
+        "--out",
+        help="the split's folder, under paths.splits (default: "
+        "{paths.splits}/{benchmark}/{dataset}/fold{fold}, where its training jobs read it)",
+    )
+    p.set_defaults(func=cmd_split)
     p = sub.add_parser("train", help="one run: one model on one fold of one dataset")
     p.add_argument("--benchmark", required=True)
     p.add_argument("--dataset", required=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ssmbench.data.names import name_problem
+from ssmbench.fold_split import split_settings
 from ssmbench.params_file import ConfigError, read_params, validate_schema
 from ssmbench.staleness import EXECUTION_KEYS, training_code_digest
 
@@ -68,6 +69,8 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "paths.figures": ("ssmbench.cli", "workflow/rules/common.smk"),
     "paths.checkpoints": ("ssmbench.cli", "ssmbench.status"),
     "paths.settings": ("workflow/rules/common.smk",),
+    # a block-read dataset's fold splits, drawn once by the split rule (split_dir_of)
+    "paths.splits": ("ssmbench.config:split_path", "workflow/rules/split.smk"),
     # the protocol, and the benchmark values that override it (benchmark_settings merges
     # them into one `settings` dict per run)
     "protocol.optimizer": ("ssmbench.train.optim:build_optimizer",),
@@ -78,7 +81,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "*.lr_schedule": ("ssmbench.train.protocol:_DeepTraining",),
     "*.warmup_epochs": ("ssmbench.train.protocol:_DeepTraining",),
     "*.val_fraction": ("ssmbench.train.run_setup:set_up",),
-    "*.val_split_seed": ("ssmbench.train.splits:validation_seed",),
+    "*.val_split_seed": ("ssmbench.fold_split:validation_seed",),
     "*.val_split_fallback": ("ssmbench.train.run_setup:set_up",),
     "*.val_interval": ("ssmbench.train.protocol:_DeepTraining",),
     "*.early_stopping_patience": ("ssmbench.train.protocol:_DeepTraining",),
@@ -87,10 +90,10 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "*.micro_batch_rows": ("ssmbench.train.protocol:_DeepTraining",),
     "protocol.deterministic": ("ssmbench.train.run_setup:set_up",),
     "protocol.seed_base": ("ssmbench.train.run_setup:set_up",),
-    # how a run reads X: into memory, or block-shuffled from disk (train/batch_order.py)
-    "*.reading.in_memory_max_gb": ("ssmbench.train.batch_order:reading_settings",),
-    "*.reading.block_mb": ("ssmbench.train.batch_order:reading_settings",),
-    "*.reading.buffer_blocks": ("ssmbench.train.batch_order:reading_settings",),
+    # how a run reads X: into memory, or block-shuffled from disk (reading_plan.py)
+    "*.reading.in_memory_max_gb": ("ssmbench.reading_plan:reading_settings",),
+    "*.reading.block_mb": ("ssmbench.reading_plan:reading_settings",),
+    "*.reading.buffer_blocks": ("ssmbench.reading_plan:reading_settings",),
     "protocol.checkpoint_every": ("ssmbench.train.protocol:_DeepTraining",),
     "protocol.checkpoint_min_seconds": ("ssmbench.train.protocol:_DeepTraining",),
     "benchmarks.*.source": ("ssmbench.data.sources:_source",),
@@ -683,10 +686,86 @@ def tuned_path(params: dict, job: Job) -> Path:
     return tuned_file(params["paths"]["tuned"], job.benchmark, job.dataset, job.model)
 
 
+# --- a block-read dataset's fold splits (the split rule; ssmbench.train.split_files)
+
+
+def split_path(params: dict, benchmark: str, dataset: str, fold: int) -> Path:
+    """Where fold ``fold``'s split of (benchmark, dataset) is written by the split rule
+    (`ssmbench split`): ``{paths.splits}/{benchmark}/{dataset}/fold{fold}``."""
+    return Path(params["paths"]["splits"]) / benchmark / dataset / f"fold{int(fold)}"
+
+
+def reads_in_blocks(params: dict, benchmark: str, dataset: str, suite: str | None = None) -> bool:
+    """Whether the runs on a dataset will read X in blocks: its catalog size N x C x L
+    (`ssmbench.resources.catalog_size`, known before any download) as float32 is above
+    the benchmark's ``protocol.reading.in_memory_max_gb`` (`reading_plan.plan_reading`,
+    its defaults and checks). False where the catalog does not know the size."""
+    from ssmbench.reading_plan import BLOCKS, plan_reading
+    from ssmbench.resources import catalog_size
+
+    values = catalog_size(params["benchmarks"], benchmark, dataset)
+    if values is None:
+        return False
+    settings = benchmark_settings(params, benchmark, suite, dataset)
+    try:
+        # the catalog gives N x C x L only: X as (N x C x L) rows of one float32 value
+        return plan_reading(settings, (int(values), 1, 1), itemsize=4).mode == BLOCKS
+    except ValueError as exc:
+        raise ConfigError(f"benchmark {benchmark}, dataset {dataset}: {exc}") from exc
+
+
+def _run_of(run) -> tuple[str, str, int]:
+    if isinstance(run, Job):
+        return run.benchmark, run.dataset, run.fold
+    benchmark, dataset, fold = run
+    return benchmark, dataset, int(fold)
+
+
+def split_dir_of(
+    params: dict, run: Job | tuple[str, str, int], suite: str | None = None
+) -> Path | None:
+    """The folder of a run's fold split, drawn once by the split rule and read by its
+    training jobs (``spec["split_dir"]``): `split_path` for a dataset read in blocks
+    (`reads_in_blocks`), None for every other (its runs draw their split themselves, as
+    before). ``run`` is a `Job` or (benchmark, dataset, fold)."""
+    benchmark, dataset, fold = _run_of(run)
+    if not reads_in_blocks(params, benchmark, dataset, suite):
+        return None
+    return split_path(params, benchmark, dataset, fold)
+
+
+def split_recipe(
+    params: dict, benchmark: str, dataset: str, fold: int, suite: str | None = None
+) -> dict:
+    """What the split rule draws fold ``fold``'s split with (`split_settings`):
+    from the benchmark's settings (`benchmark_settings`), the same for every model of the
+    fold. A run whose own settings draw another split (a model's ``dataset_settings`` or
+    the suite's ``model_overrides`` of val_fraction, val_split_seed, val_split_fallback or
+    seed_base, or a tuned value of one) is refused (`untuned_spec`, `job_spec`)."""
+    return split_settings(benchmark_settings(params, benchmark, suite, dataset), int(fold))
+
+
+def _check_split_settings(params: dict, spec: dict, suite: str | None, why: str) -> None:
+    """A run that reads its fold's split from ``spec["split_dir"]`` draws it as the split
+    rule does; else ConfigError, before any job runs (read_split would refuse it)."""
+    benchmark, dataset, fold = spec["benchmark"], spec["dataset"], int(spec["fold"])
+    drawn = split_recipe(params, benchmark, dataset, fold, suite)
+    own = split_settings(spec["settings"], fold)
+    if own != drawn:
+        fields = ", ".join(k for k in drawn if own.get(k) != drawn[k])
+        raise ConfigError(
+            f"{benchmark}/{dataset}/{spec['model']}/fold{fold}: {dataset} is read in blocks, "
+            f"so its fold splits are drawn once for every model with the benchmark's settings "
+            f"{drawn}, but this run's {why} give {own} (differs in {fields}); leave these "
+            "settings to the benchmark for this dataset"
+        )
+
+
 def untuned_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]:
     """A run's spec from params.yaml alone (no tuned values): what a search's trials start
-    from, on the search's fold."""
-    return {
+    from, on the search's fold. A run on a dataset read in blocks also names the folder of
+    its fold's split (``split_dir``, `split_dir_of`), which its set-up reads."""
+    spec = {
         "benchmark": job.benchmark,
         "dataset": job.dataset,
         "model": job.model,
@@ -696,6 +775,11 @@ def untuned_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, 
         "prepared_dir": str(Path(params["paths"]["prepared"]) / job.benchmark / job.dataset),
         "code": training_code_digest(params["models"][job.model]["family"]),
     }
+    split_dir = split_dir_of(params, job, suite)
+    if split_dir is not None:  # only then: the spec of every other run is unchanged
+        spec["split_dir"] = str(split_dir)
+        _check_split_settings(params, spec, suite, "settings (model or suite overrides)")
+    return spec
 
 
 def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]:
@@ -730,4 +814,6 @@ def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]
         "fold": tuned["fold"],
         "study": tuned["study"],
     }
+    if "split_dir" in spec:
+        _check_split_settings(params, spec, suite, f"tuned settings ({path})")
     return spec

@@ -46,6 +46,16 @@ def catalog_values() -> dict[tuple[str, str], int | None]:
     }
 
 
+def catalog_size(benchmarks: dict, benchmark: str, dataset: str) -> int | None:
+    """A dataset's catalog N x C x L; None where unknown (or not in the catalog). The
+    catalog knows a dataset under its benchmark (physiome_ode's 50) or under its source
+    (a derived benchmark's, e.g. uea_drop's, by the source's name); ``benchmarks`` is
+    params.yaml's ``benchmarks``."""
+    source = benchmarks[benchmark].get("source", benchmark)
+    sizes = catalog_values()
+    return sizes.get((benchmark, dataset), sizes.get((source, dataset)))
+
+
 def check_train_resources(params: dict) -> None:
     """What the schema cannot check: the models and size classes that resources.train
     names exist, and only the last size class omits max_values. Raises ConfigError."""
@@ -85,10 +95,7 @@ class TrainResources:
 
     def values(self, benchmark: str, dataset: str) -> int | None:
         """The dataset's catalog N x C x L; None where unknown (or not in the catalog)."""
-        # the catalog knows a dataset under its benchmark (physiome_ode's 50) or its source
-        source = self._benchmarks[benchmark].get("source", benchmark)
-        sizes = catalog_values()
-        return sizes.get((benchmark, dataset), sizes.get((source, dataset)))
+        return catalog_size(self._benchmarks, benchmark, dataset)
 
     def size_class(self, benchmark: str, dataset: str) -> str:
         """The first class whose max_values the dataset's catalog N x C x L does not

@@ -20,6 +20,7 @@ from ssmbench.config import (
     check_params,
     check_suite_sources,
     job_spec,
+    split_recipe,
     suite_datasets,
     suite_grid,
     suite_searches,
@@ -115,6 +116,35 @@ def settings_marker(wildcards):
     job = job_of(wildcards)
     marker = settings_marker_path(PATHS["settings"], job.record_path(""))
     return str(sync_settings_marker(job.record_path(PATHS["runs"]), marker, spec_of(job)))
+
+
+# --- A block-read dataset's fold splits (rule split; ssmbench.config.split_dir_of)
+
+
+def split_input(wildcards):
+    """A run's fold split, drawn once by rule split for all its models, where its dataset
+    is read in blocks (the spec's split_dir, which `ssmbench train` reads); nothing for
+    every other run."""
+    split_dir = spec_of(job_of(wildcards)).get("split_dir")
+    return [] if split_dir is None else [split_dir]
+
+
+def search_split_input(wildcards):
+    """A search's fold split (its trials read it as a run of that fold does), as
+    split_input."""
+    _, job = search_of_target(wildcards)
+    split_dir = untuned_spec(config, job).get("split_dir")
+    return [] if split_dir is None else [split_dir]
+
+
+def split_settings_of(wildcards):
+    """What a fold's split is drawn with (ssmbench.config.split_recipe), as rule split's
+    params: changing it draws the split again (Snakemake reruns a job whose params
+    changed), and a drawn split's training jobs then run (`ssmbench train` keeps a record
+    that is current)."""
+    known(wildcards)
+    recipe = split_recipe(config, wildcards.benchmark, wildcards.dataset, int(wildcards.fold))
+    return json.dumps(recipe, sort_keys=True)
 
 
 # --- Hyperparameter searches (params.yaml `tuning`; ssmbench.search_space)

@@ -8,6 +8,8 @@ rule train:
         settings=settings_marker,
         # a tuned run's tuned file (rule tune), else nothing
         tuned=tuned_input,
+        # a block-read dataset's fold split (rule split), else nothing
+        split=split_input,
     output:
         # update(): Snakemake deletes a job's outputs before running it, and runs a job again
         # on a retry (of its group) even if its record was made; with update() the record

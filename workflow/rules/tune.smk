@@ -6,6 +6,8 @@ rule tune:
     input:
         prepared=f"{PATHS['prepared']}/{{benchmark}}/{{dataset}}",
         search=search_marker,
+        # a block-read dataset's split of the search's fold (rule split), else nothing
+        split=search_split_input,
     output:
         # update(): a retried or rerun search keeps its file until it writes the new one
         tuned=update(f"{PATHS['tuned']}/{{benchmark}}/{{dataset}}/{{model}}.json"),

@@ -18,12 +18,14 @@ import numpy as np
 import torch
 
 from ssmbench.data.row_file import RowFile
+from ssmbench.fold_split import validation_seed
 from ssmbench.models import model_inputs
-from ssmbench.train.batch_order import BLOCKS, MEMORY, BlockReader, RowValues, plan_reading
+from ssmbench.reading_plan import BLOCKS, MEMORY, plan_reading
+from ssmbench.train.batch_order import BlockReader, RowValues
 from ssmbench.train.checks import check_inputs, check_split
 from ssmbench.train.evaluation import evaluate
 from ssmbench.train.objective import Objective
-from ssmbench.train.splits import batch_size_for, split_fold, validation_seed
+from ssmbench.train.splits import batch_size_for, split_fold
 
 #: rows whose labels are read at a time by `FoldData.classes_in`
 CLASS_SCAN_ROWS = 1 << 18
@@ -66,7 +68,7 @@ class FoldData:
     mask_source: str | None = None
     # how X is read (ssmbench.train.batch_order): MEMORY, X copied here once (X_memory);
     # BLOCKS, block-shuffled epochs read through BlockReaders
-    reading: Any = None  # a batch_order.ReadingPlan, or None (the memory map as it is)
+    reading: Any = None  # a reading_plan.ReadingPlan, or None (the memory map as it is)
     # MEMORY: read X into memory at the first batch (an estimator, which reads its rows
     # itself, never does); False for a tuning trial, whose test rows are never read (the
     # memory map then: the same rows in the same order)

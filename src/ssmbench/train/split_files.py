@@ -18,6 +18,7 @@ the field, never a silent redraw.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -25,8 +26,9 @@ from pathlib import Path
 
 from ssmbench.data.errors import DataError
 from ssmbench.data.row_file import RowFile, save_rows
+from ssmbench.fold_split import split_settings
 from ssmbench.train.checks import check_inputs, check_split
-from ssmbench.train.splits import FoldSplit, split_fold, validation_seed
+from ssmbench.train.splits import FoldSplit, split_fold
 
 #: the files of a split folder, by part
 PART_FILES = {"train": "train.npy", "val": "val.npy", "test": "test.npy"}
@@ -34,20 +36,13 @@ SPLIT_JSON = "split.json"
 FORMAT = 1
 
 
-def split_settings(settings: dict, fold: int) -> dict:
-    """What a fold's split is drawn with: the fold, the validation fraction, the split's
-    seed (``protocol.val_split_seed``, or the run's seed) and the fallback."""
-    run_seed = int(settings.get("seed_base", 0)) + int(fold)
-    return {
-        "fold": int(fold),
-        "val_fraction": float(settings["val_fraction"]),
-        "seed": validation_seed(settings, run_seed),
-        "fallback": settings.get("val_split_fallback", "per_class"),
-    }
-
-
 def _dataset_identity(dataset) -> dict:
-    return {"N": int(dataset.meta["N"]), "raw_files": dataset.meta.get("raw_files")}
+    """What ties a split to its prepared dataset: N, the raw files' checksums, and the
+    sha256 of its meta.json (whatever its preparation recorded: a derived set's seed, a
+    generator's settings)."""
+    meta_sha = hashlib.sha256((dataset.path / "meta.json").read_bytes()).hexdigest()
+    return {"N": int(dataset.meta["N"]), "raw_files": dataset.meta.get("raw_files"),
+            "meta_sha256": meta_sha}  # fmt: skip
 
 
 def write_split(prepared_dir: str | os.PathLike, fold: int, settings: dict,
@@ -73,8 +68,9 @@ def write_split(prepared_dir: str | os.PathLike, fold: int, settings: dict,
         "rows": {part: len(getattr(split, part)) for part in PART_FILES},
     }
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    for stale in out_dir.parent.glob(f".{out_dir.name}.*-*"):  # left by a killed job
+        shutil.rmtree(stale, ignore_errors=True)
     tmp = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
     for part, name in PART_FILES.items():
         save_rows(tmp / name, getattr(split, part))
@@ -114,13 +110,16 @@ def read_split(split_dir: str | os.PathLike, dataset, fold: int, settings: dict)
                 f"{path}: drawn with {key} {found!r}, but this run has {want!r} (differs in "
                 f"{', '.join(fields)}). {again}"
             )
+    counts = summary.get("rows")
+    if not isinstance(counts, dict):
+        raise DataError(f"{path}: no 'rows' mapping of part -> row count. {again}")
     rows = {}
     for part, name in PART_FILES.items():
         rows[part] = RowFile(split_dir / name)
         rows[part].check_sorted(int(dataset.meta["N"]))
-        if len(rows[part]) != summary.get("rows", {}).get(part):
+        if len(rows[part]) != counts.get(part):
             raise DataError(
                 f"{split_dir / name}: {len(rows[part])} rows, but {SPLIT_JSON} says "
-                f"{summary.get('rows', {}).get(part)}. {again}"
+                f"{counts.get(part)}. {again}"
             )
     return FoldSplit(rows["train"], rows["val"], rows["test"], str(summary["method"]))

@@ -22,14 +22,6 @@ def batch_size_for(settings: dict, n_train: int) -> int:
     return int(min(settings["batch_max"], max(settings["batch_min"], size)))
 
 
-def validation_seed(settings: dict, run_seed: int) -> int:
-    """The seed of a run's validation split: ``val_split_seed`` from params.yaml (the MS4N
-    authors' 1234: one split for every run of a fold) or, with ``run``, the run's own seed
-    (a split re-drawn per seeded run)."""
-    chosen = settings.get("val_split_seed", "run")
-    return int(run_seed) if chosen == "run" else int(chosen)
-
-
 class FoldSplit(NamedTuple):
     """A fold's rows (sorted, ``index_dtype(N)`` for a drawn split) and how its validation
     rows were drawn: ``given`` (the dataset's own), ``random`` (regression),
