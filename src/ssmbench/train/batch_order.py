@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -273,6 +274,7 @@ class BlockReader:
         self._free: list[np.ndarray] = []
         self._pool: ThreadPoolExecutor | None = None
         self.bytes_read = 0
+        self._count_lock = threading.Lock()
         self._fd: int | None = None
 
     def __len__(self) -> int:
@@ -322,8 +324,9 @@ class BlockReader:
 
     def _pread(self, out: np.ndarray, first_row: int) -> None:
         """File rows first_row.. into ``out`` (contiguous), as many as it holds."""
-        at = self.offset + first_row * self.row_bytes
-        self.bytes_read += pread_exactly(self._open(), out, at, self.path)
+        got = pread_exactly(self._open(), out, self.offset + first_row * self.row_bytes, self.path)
+        with self._count_lock:  # reads run in threads: `+=` around the read would lose some
+            self.bytes_read += got
 
     def _pread_labels(self, out: np.ndarray, first_row: int) -> None:
         if self._labels_fd is None:
