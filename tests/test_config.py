@@ -220,7 +220,7 @@ def _source_literals(reader: str) -> set[str]:
 
 def test_every_key_the_schema_allows_has_a_reader_that_reads_it():
     """Schema -> code. The schema's keys (leaves, `_schema_keys`) and the patterns of
-    ``config.CONFIG_READERS`` (who reads which key) must agree both ways: a key the
+    ``config_readers.CONFIG_READERS`` (who reads which key) must agree both ways: a key the
     schema allows with no reader fails, and so does a pattern naming no key of the
     schema. Then each reader is resolved (an import and an attribute, or a workflow
     file) and must name its key in its code: as a string constant outside docstrings or
@@ -229,7 +229,7 @@ def test_every_key_the_schema_allows_has_a_reader_that_reads_it():
     params.yaml that nothing reads."""
     from fnmatch import fnmatchcase
 
-    from ssmbench.config import CONFIG_READERS
+    from ssmbench.config_readers import CONFIG_READERS
     from ssmbench.params_file import SCHEMA_PATH
 
     leaves, _ = _schema_keys(yaml.safe_load(SCHEMA_PATH.read_text()))

@@ -22,6 +22,7 @@ LAYERS = {
     "ssmbench.complexity": 2,
     "ssmbench.staleness": 2,
     "ssmbench.config": 2,
+    "ssmbench.config_readers": 2,
     "ssmbench.params_file": 2,
     "ssmbench.reading_plan": 2,
     "ssmbench.fold_split": 2,

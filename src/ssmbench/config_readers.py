@@ -1,0 +1,131 @@
+"""Which code reads each key of params.yaml: the table tests/test_config.py holds against
+the JSON Schema (both ways) and against each reader's source, so a key nothing reads, or
+one read but not in the schema, fails a test. Nothing reads it at run time.
+"""
+
+from __future__ import annotations
+
+#: Who reads each key params.yaml may hold. A key is a dotted path; ``*`` stands for any
+#: name of a map (a benchmark, a model, a suite, a size class) and, inside a pattern, for
+#: anything (fnmatch). A reader is ``module:function`` (or ``module`` for a whole module)
+#: or a workflow file. tests/test_config.py checks that these patterns and the schema's
+#: keys are the same set, that each reader's source names its key, and that every key
+#: the code reads from params.yaml is in the schema.
+CONFIG_READERS: dict[str, tuple[str, ...]] = {
+    "suite": ("ssmbench.config:suite_grid", "workflow/rules/common.smk"),
+    "paths.raw": ("ssmbench.cli", "workflow/rules/data.smk"),
+    "paths.prepared": ("ssmbench.config:untuned_spec", "workflow/rules/data.smk"),
+    "paths.runs": ("ssmbench.cli", "ssmbench.status", "workflow/rules/train.smk"),
+    "paths.logs": ("ssmbench.status", "workflow/rules/train.smk"),
+    "paths.results": ("ssmbench.cli", "workflow/rules/common.smk"),
+    "paths.figures": ("ssmbench.cli", "workflow/rules/common.smk"),
+    "paths.checkpoints": ("ssmbench.cli", "ssmbench.status"),
+    "paths.settings": ("workflow/rules/common.smk",),
+    # a block-read dataset's fold splits, drawn once by the split rule (split_dir_of)
+    "paths.splits": ("ssmbench.config:split_path", "workflow/rules/split.smk"),
+    # the protocol, and the benchmark values that override it (benchmark_settings merges
+    # them into one `settings` dict per run)
+    "protocol.optimizer": ("ssmbench.train.optim:build_optimizer",),
+    "*.lr": ("ssmbench.train.optim:build_optimizer",),
+    "protocol.weight_decay": ("ssmbench.train.optim:build_optimizer",),
+    "*.param_groups": ("ssmbench.train.optim:build_optimizer",),
+    "*.lr_factor": ("ssmbench.train.optim:build_optimizer",),
+    "*.lr_schedule": ("ssmbench.train.protocol:_DeepTraining",),
+    "*.warmup_epochs": ("ssmbench.train.protocol:_DeepTraining",),
+    "*.val_fraction": ("ssmbench.train.run_setup:set_up",),
+    "*.val_split_seed": ("ssmbench.fold_split:validation_seed",),
+    "*.val_split_fallback": ("ssmbench.train.run_setup:set_up",),
+    "*.val_interval": ("ssmbench.train.protocol:_DeepTraining",),
+    "*.early_stopping_patience": ("ssmbench.train.protocol:_DeepTraining",),
+    "*.monitor": ("ssmbench.train.protocol:_DeepTraining",),
+    "*.grad_clip_norm": ("ssmbench.train.protocol:_DeepTraining",),
+    "*.micro_batch_rows": ("ssmbench.train.protocol:_DeepTraining",),
+    "protocol.deterministic": ("ssmbench.train.run_setup:set_up",),
+    "protocol.seed_base": ("ssmbench.train.run_setup:set_up",),
+    # how a run reads X: into memory, or block-shuffled from disk (reading_plan.py)
+    "*.reading.in_memory_max_gb": ("ssmbench.reading_plan:reading_settings",),
+    "*.reading.block_mb": ("ssmbench.reading_plan:reading_settings",),
+    "*.reading.buffer_blocks": ("ssmbench.reading_plan:reading_settings",),
+    "protocol.checkpoint_every": ("ssmbench.train.protocol:_DeepTraining",),
+    "protocol.checkpoint_min_seconds": ("ssmbench.train.protocol:_DeepTraining",),
+    "benchmarks.*.source": ("ssmbench.data.sources:_source",),
+    "benchmarks.*.max_epochs": ("ssmbench.train.protocol:_DeepTraining",),
+    "benchmarks.*.batch_size": ("ssmbench.train.splits:batch_size_for",),
+    "benchmarks.*.batch_min": ("ssmbench.train.splits:batch_size_for",),
+    "benchmarks.*.batch_max": ("ssmbench.train.splits:batch_size_for",),
+    "benchmarks.*.batch_fraction": ("ssmbench.train.splits:batch_size_for",),
+    "benchmarks.*.dataset_overrides.*.batch_size": ("ssmbench.train.splits:batch_size_for",),
+    "benchmarks.*.dataset_overrides.*.max_epochs": ("ssmbench.train.protocol:_DeepTraining",),
+    "benchmarks.*.dataset_overrides": ("ssmbench.config:benchmark_settings",),
+    "benchmarks.*.datasets": ("ssmbench.config:known_datasets",),
+    "benchmarks.*.generator": ("ssmbench.data.sources:_check_recipe",),
+    "benchmarks.*.mode": ("ssmbench.data.sources:data_settings",),
+    "benchmarks.*.zenodo": ("ssmbench.data.sources:data_settings",),
+    "benchmarks.*.derived_from": ("ssmbench.data.sources:derived_base",),
+    "benchmarks.*.drop": ("ssmbench.data.sources:_prepare_drop",),
+    "benchmarks.*.drop.train_rate": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
+    "benchmarks.*.drop.test_rates": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
+    "benchmarks.*.drop.seed": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
+    "benchmarks.*.drop.test_seeds": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
+    "benchmarks.*.drop.per_series": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
+    "benchmarks.*.split": ("ssmbench.data.sources:_prepare_uea6",),
+    "benchmarks.*.split.seeds": ("ssmbench.data.uea6:prepare_uea6_variant",),
+    "benchmarks.*.split.fractions": ("ssmbench.data.uea6:prepare_uea6_variant",),
+    "benchmarks.*.archive_dir": ("ssmbench.data.sources",),
+    "benchmarks.*.download": ("ssmbench.data.sources",),
+    "benchmarks.*.normalise": ("ssmbench.data.sources:data_settings",),
+    "benchmarks.*.revision": ("ssmbench.data.sources",),
+    "benchmarks.*.local_dir": ("ssmbench.data.sources",),
+    "benchmarks.*.offline": ("ssmbench.data.sources",),
+    # a model entry's other keys are its family's hyperparameters: validate_model_params
+    # checks them against the family, build_model passes them to its constructor
+    "models.*.family": ("ssmbench.models.registry:validate_model_params",),
+    "models.*.*": ("ssmbench.models.registry:validate_model_params",),
+    "models.*.dataset_params": ("ssmbench.config:model_entry",),
+    "models.*.dataset_settings": ("ssmbench.config:run_settings",),
+    "suites.*.benchmarks.*": ("ssmbench.config:suite_grid",),
+    "suites.*.models": ("ssmbench.config:suite_models",),
+    "suites.*.benchmark_models.*": ("ssmbench.config:suite_models",),
+    "suites.*.folds": ("ssmbench.config:suite_grid",),
+    "suites.*.overrides": ("ssmbench.config:benchmark_settings",),
+    "suites.*.benchmark_overrides.*": ("ssmbench.config:benchmark_settings",),
+    "suites.*.model_overrides.*": ("ssmbench.config:run_settings",),
+    # resources: what each rule gives Snakemake as its resources (its SLURM executor turns
+    # them into sbatch flags); a training job's come per run from ssmbench.resources
+    "resources.prepare": ("workflow/rules/data.smk",),
+    "resources.report": ("workflow/rules/report.smk",),
+    "resources.*.threads": ("workflow/rules/common.smk",),
+    "resources.*.cpus_per_task": ("workflow/rules/train.smk",),
+    "resources.*.mem_mb": ("workflow/rules/train.smk",),
+    "resources.*.runtime": ("workflow/rules/train.smk",),
+    "resources.*.gpu": ("workflow/rules/train.smk",),
+    "resources.*.gpu_model": ("workflow/rules/train.smk",),
+    "resources.*.slurm_extra": ("workflow/rules/train.smk",),
+    "resources.train.default": ("ssmbench.resources:TrainResources",),
+    "resources.train.sizes.*.max_values": ("ssmbench.resources:TrainResources",),
+    "resources.train.sizes.*.group": ("ssmbench.resources:TrainResources",),
+    "resources.train.models.*.sizes": ("ssmbench.resources:TrainResources",),
+    "report.convergence_thresholds": ("ssmbench.report.build",),
+    "report.convergence_thresholds.val_loss": ("ssmbench.report.figures",),
+    "report.convergence_thresholds.val_accuracy": ("ssmbench.report.figures",),
+    "report.figure8_datasets": ("ssmbench.report.build",),
+    "suites.*.description": ("ssmbench.cli:cmd_check",),
+    # hyperparameter searches (ssmbench.search_space; the tune stage: ssmbench.train.tune)
+    "paths.tuned": ("ssmbench.config:tuned_path", "workflow/rules/tune.smk"),
+    "paths.tuning": ("ssmbench.cli:_tune",),
+    "tuning.storage": ("ssmbench.cli:_tune",),
+    "tuning.stale_after_s": ("ssmbench.cli:_tune",),
+    "tuning.searches.*.benchmarks": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.fold": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.sampler_seed": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.n_startup_trials": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.settings": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.n_trials": ("ssmbench.train.tune:run_search",),
+    "tuning.searches.*.space": ("ssmbench.train.tune:run_search",),
+    "suites.*.tuning": ("ssmbench.search_space:search_of",),
+    "suites.*.tuning.n_trials": ("ssmbench.search_space:search_of",),
+    "suites.*.tuning.settings": ("ssmbench.search_space:search_of",),
+    "tuning.searches.*.space.*.type": ("ssmbench.search_space:suggest",),
+    # low, high, log, step, choices: read by the entry's kind
+    "tuning.searches.*.space.*.*": ("ssmbench.search_space:suggest",),
+}
