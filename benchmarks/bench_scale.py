@@ -33,13 +33,16 @@ What it does (each heavy part in its own subprocess, so that each peak RSS is it
    ``madvise(MADV_RANDOM)`` on the memory map (no read-around; not what the training code
    does). Then the block-shuffled reading of ``ssmbench.train.batch_order`` (used for an
    X above ``protocol.reading.in_memory_max_gb``), with params.yaml's block and buffer
-   sizes: the first ``--block-batches`` batches of a block-shuffled epoch, read cold by
-   ``BlockReader`` (what training does: one ``pread`` a block, 4 threads) and, to
-   compare, through the memory map with ``MADV_RANDOM`` and with ``MADV_NORMAL``
-   (read-around), against a cold sequential read of the same bytes; these four
-   alternate ``--repeats`` times and each keeps its median (the disk's rate drifts), and
-   each prints its own peak RSS. The prepare and train phases also start from a dropped
-   page cache.
+   sizes: the batches of a block-shuffled epoch's first whole windows (at least
+   ``--block-batches`` batches; an epoch reads whole windows), read cold by
+   ``BlockReader`` (what training does: one ``pread`` a block, 4 threads, the next
+   window read ahead while the current one is served: ``BlockReader.follow``; the last
+   window measured reads one more ahead that is not counted) and, to compare, by the
+   same reader without reading ahead and through the memory map with ``MADV_RANDOM`` and
+   with ``MADV_NORMAL`` (read-around), against a cold sequential read of the same bytes;
+   these five alternate ``--repeats`` times and each keeps its median (the disk's rate
+   drifts), and each prints its own peak RSS. The prepare and train phases also start
+   from a dropped page cache.
 
 Peak RSS is reported per phase as ``VmHWM`` (/proc/self/status; the high-water mark of
 the phase's process image), ``ru_maxrss`` (getrusage; on Linux it also counts the image
@@ -318,6 +321,7 @@ def phase_train(data: Path, steps: int, batch: int, threads: int, seed: int, par
 
         def epoch(X=X, y=y):
             order = plan_order(plan, train_idx, shuffle)
+            X.follow(order)  # reads the next window ahead, as a training run's reader
             return iterate_batches(X, y, order, batch)
 
         batches = epoch()
@@ -383,7 +387,7 @@ def phase_load(
     from ssmbench.config import load_params
     from ssmbench.data.store import PreparedDataset
     from ssmbench.reading_plan import plan_reading
-    from ssmbench.train.batch_order import BlockReader, epoch_order
+    from ssmbench.train.batch_order import BlockReader, BlockShuffledOrder
     from ssmbench.train.splits import iterate_batches
 
     path = data / "prepared" / NAME
@@ -416,30 +420,38 @@ def phase_load(
         return nbytes
 
     # Block-shuffled batches (ssmbench.train.batch_order) with params.yaml's
-    # protocol.reading sizes, in block mode whatever the budget: the first `block_batches`
-    # batches of an epoch's order (several windows), read as training reads them
-    # (BlockReader: one pread a block), and, to compare, through the memory map with
-    # MADV_RANDOM (PreparedDataset.X) and with the kernel's default advice (read-around).
+    # protocol.reading sizes, in block mode whatever the budget: the batches of an epoch's
+    # first windows (whole windows, as an epoch reads them: at least `block_batches`
+    # batches), read as training reads them (BlockReader: one pread a block, reading the
+    # next window ahead), and, to compare, by the same reader without reading ahead and
+    # through the memory map with MADV_RANDOM (PreparedDataset.X) and with the kernel's
+    # default advice (read-around).
     reading = dict(load_params(params)["protocol"].get("reading") or {})
     plan = plan_reading({"reading": {**reading, "in_memory_max_gb": 0}}, ds.X.shape)
-    n_block_batches = min(block_batches, -(-train_idx.size // batch))
-    block_rows_read = min(n_block_batches * batch, train_idx.size)
 
-    def block_order():
-        order = epoch_order(train_idx, torch.Generator().manual_seed(seed), plan.block_rows,
-                            plan.buffer_blocks)  # fmt: skip
-        return order[:block_rows_read]
+    def block_order() -> BlockShuffledOrder:
+        return BlockShuffledOrder(train_idx, torch.Generator().manual_seed(seed),
+                                  plan.block_rows, plan.buffer_blocks)  # fmt: skip
 
-    def block_read(via: str = "pread") -> int:
+    starts = block_order().window_starts
+    n_windows = min(len(starts) - 1, int(np.searchsorted(starts, block_batches * batch)))
+    block_rows_read = int(starts[n_windows])
+    n_block_batches = -(-block_rows_read // batch)
+
+    def block_read(via: str = "pread", ahead: bool = True) -> int:
         order = block_order()
         if via == "pread":
             X = BlockReader(x_path, train_idx, plan.block_rows, 2 * plan.buffer_blocks)
+            if ahead:
+                X.follow(order)
         else:
             X = np.load(x_path, mmap_mode="r", allow_pickle=False)
             X._mmap.madvise(mmap.MADV_RANDOM if via == "madv_random" else mmap.MADV_NORMAL)
         nbytes = 0
-        for xb, _ in iterate_batches(X, ds.y, order, batch):
+        for xb, _ in iterate_batches(X, ds.y, order[:block_rows_read], batch):
             nbytes += xb.numel() * xb.element_size()
+        if via == "pread":  # timed: the reads still in flight (ahead of the last window)
+            X.close()
         return nbytes
 
     def sequential_block_bytes() -> int:
@@ -486,6 +498,7 @@ def phase_load(
         reads = {
             "block_seq_cold": sequential_block_bytes,
             "block_cold": block_read,
+            "block_cold_no_ahead": functools.partial(block_read, ahead=False),
             "block_cold_mmap_random": functools.partial(block_read, "madv_random"),
             "block_cold_mmap_normal": functools.partial(block_read, "madv_normal"),
         }
@@ -500,9 +513,9 @@ def phase_load(
                         "peak_RssFile": max(m["peak_RssFile"] or 0 for m in runs)}  # fmt: skip
     out["ratio_cold"] = out["rand_cold"]["MBps"] / out["seq_cold"]["MBps"]
     out["ratio_warm"] = out["rand_warm"]["MBps"] / out["seq_warm"]["MBps"]
-    windows = block_rows_read / (plan.block_rows * plan.buffer_blocks)
-    out["block"] = {**plan.describe(), "n_batches": n_block_batches, "windows": windows}
-    for key in ("block_cold", "block_cold_mmap_random", "block_cold_mmap_normal"):
+    out["block"] = {**plan.describe(), "n_batches": n_block_batches, "windows": n_windows}
+    for key in ("block_cold", "block_cold_no_ahead", "block_cold_mmap_random",
+                "block_cold_mmap_normal"):  # fmt: skip
         out[f"ratio_{key}"] = out[key]["MBps"] / out["block_seq_cold"]["MBps"]
     out.update(_memory_report(sampler))
     _log(
@@ -647,7 +660,7 @@ def _summary(runs: dict[str, dict], workdir: Path, args) -> str:
     )
     row(
         "  batches read (windows)",
-        lambda r: f"{r['load']['block']['n_batches']} ({r['load']['block']['windows']:.1f})",
+        lambda r: f"{r['load']['block']['n_batches']} ({r['load']['block']['windows']})",
     )
     row("  bytes per read", lambda r: f"{r['load']['block_cold']['bytes'] / 1e6:,.1f} MB")
     row(
@@ -659,6 +672,7 @@ def _summary(runs: dict[str, dict], workdir: Path, args) -> str:
     )
     for key, label in (
         ("block_cold", "BlockReader, pread (training)"),
+        ("block_cold_no_ahead", "BlockReader, no read-ahead"),
         ("block_cold_mmap_random", "memmap MADV_RANDOM"),
         ("block_cold_mmap_normal", "memmap MADV_NORMAL"),
     ):

@@ -263,6 +263,103 @@ def test_block_reader_reads_the_labels_with_the_blocks(tmp_path, rows):
     reader.close()
 
 
+def _span_bytes(reader):
+    """The bytes of an epoch that reads each of ``reader``'s blocks once."""
+    return sum(reader._span(b)[1] for b in range(len(reader.firsts)))
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_reading_ahead_gives_the_same_batches_and_reads_each_block_once(tmp_path, threads):
+    """A reader following the epoch's order gives the batches (values and labels) of one
+    that does not, reads each block once an epoch, the next window while the current one
+    is served, and holds at most two windows of blocks; over two epochs and a resumed
+    tail of an order."""
+    X = np.random.default_rng(7).standard_normal((6_000, 3)).astype(np.float32)
+    y = np.random.default_rng(8).integers(0, 5, 6_000)
+    np.save(tmp_path / "X.npy", X)
+    np.save(tmp_path / "y.npy", y)
+    rows = np.sort(np.random.default_rng(9).choice(6_000, 4_000, replace=False))
+    block_rows, buffer_blocks, batch = 32, 3, 50
+    args = (tmp_path / "X.npy", rows, block_rows, 2 * buffer_blocks)
+    ahead = BlockReader(*args, threads=threads, labels=tmp_path / "y.npy")
+    plain = BlockReader(*args, threads=threads, labels=tmp_path / "y.npy")
+    generator = _gen(3)
+    for epoch in range(2):
+        order = BlockShuffledOrder(rows, generator, block_rows, buffer_blocks)
+        ahead.follow(order)
+        before, buffers = ahead.bytes_read, set()
+        # the first batch wholly in window 1
+        first_in_1 = -(-int(order.window_starts[1]) // batch) * batch
+        assert first_in_1 + batch <= order.window_starts[2]
+        for s in range(0, len(order), batch):
+            part = np.sort(order[s : s + batch])
+            assert np.array_equal(ahead[part], X[part]) and np.array_equal(plain[part], X[part])
+            assert np.array_equal(ahead.labels[part], y[part])
+            assert len(ahead.cache) <= 2 * buffer_blocks
+            buffers.update(id(entry[2]) for entry in map(ahead._entry, ahead.cache.values()))
+            if s == first_in_1:  # window 2's blocks are on their way, window 0's dropped
+                assert set(ahead.cache) == set(order.blocks[buffer_blocks : 3 * buffer_blocks])
+        assert ahead.bytes_read - before == _span_bytes(ahead), epoch
+        assert len(buffers) <= 2 * buffer_blocks
+    tail = BlockShuffledOrder(rows, _gen(11), block_rows, buffer_blocks)
+    ahead.follow(tail)
+    rest = tail[7 * batch :]  # a resumed epoch: its order from batch 7 on
+    for s in range(0, len(rest), batch):
+        part = np.sort(rest[s : s + batch])
+        assert np.array_equal(ahead[part], X[part])
+    ahead.close()
+    plain.close()
+
+
+def test_a_reader_follows_only_an_order_of_its_own_blocks(tmp_path):
+    np.save(tmp_path / "X.npy", np.zeros((400, 2), np.float32))
+    rows = np.arange(0, 400, 2)
+    reader = BlockReader(tmp_path / "X.npy", rows, block_rows=8, cache_blocks=4)
+    with pytest.raises(ValueError, match="blocks of 4 cannot guide a reader of 200 rows in "
+                                         "blocks of 8"):  # fmt: skip
+        reader.follow(BlockShuffledOrder(rows, _gen(), 4, 2))
+    with pytest.raises(ValueError, match="needs a cache of 6 blocks, this one holds 4"):
+        reader.follow(BlockShuffledOrder(rows, _gen(), 8, 3))
+    with pytest.raises(ValueError, match="an order of 100 rows"):
+        reader.follow(BlockShuffledOrder(rows[:100], _gen(), 8, 2))
+    order = BlockShuffledOrder(rows, _gen(), 8, 2)
+    reader.follow(order)
+    reader[np.sort(order[0:4])]
+    reader.close()  # blocks still being read ahead: waited for or dropped, no error
+    assert reader._pool is None and not reader.cache
+
+
+def test_a_reader_let_go_while_reading_ahead_closes_its_files(tmp_path):
+    """Its last reads hold the reader: it is closed in a reading thread when they end,
+    without joining that thread, and its descriptors are closed."""
+    import gc
+    import os
+    import threading
+    import time
+
+    np.save(tmp_path / "X.npy", np.zeros((4_000, 8), np.float32))
+    np.save(tmp_path / "y.npy", np.zeros(4_000, np.int64))
+    rows = np.arange(4_000)
+    fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
+    before = fds()
+    errors = []
+    threading.excepthook = lambda args: errors.append(args.exc_value)
+    try:
+        for _ in range(5):
+            reader = BlockReader(tmp_path / "X.npy", rows, 16, 8, labels=tmp_path / "y.npy")
+            order = BlockShuffledOrder(rows, _gen(), 16, 4)
+            reader.follow(order)
+            reader[np.sort(order[0:10])]  # window 1 now read ahead, in the pool's threads
+            del reader
+        deadline = time.monotonic() + 10
+        while fds() > before and time.monotonic() < deadline:
+            gc.collect()
+            time.sleep(0.01)
+    finally:
+        threading.excepthook = threading.__excepthook__
+    assert fds() == before and not errors
+
+
 # ----------------------------------------------------------------------------- the runs
 JOB = Job("uea", "BasicMotions", "MS4", 0)
 # BasicMotions: 36 training rows of 6 x 100 float32 (2,400 bytes): blocks of 4 rows,
@@ -346,6 +443,26 @@ def test_block_mode_run_resumes_mid_epoch_with_the_same_rows(project, tmp_path, 
     for key in ("test_error", "test_loss", "best_val_loss", "best_epoch", "epochs_run"):
         assert resumed[key] == reference[key], key
     assert json.loads(record_path.read_text())["reading"]["mode"] == "blocks"
+
+
+def test_a_run_reading_ahead_trains_as_one_that_does_not(project, tmp_path, monkeypatch):
+    """Each block-mode epoch's reader follows that epoch's order; the record is the one
+    of a run whose reader does not read ahead."""
+    spec = spec_of(project, 3, BLOCK_READING)
+    followed = []
+    real = BlockReader.follow
+
+    def spy(reader, order):
+        followed.append(len(order))
+        real(reader, order)
+
+    monkeypatch.setattr(BlockReader, "follow", spy)
+    record = run_job(spec, tmp_path / "ahead" / "fold0.json", log=lambda _: None)
+    assert followed == [record["n_train"]] * 3
+    monkeypatch.setattr(BlockReader, "follow", lambda reader, order: None)
+    without = run_job(spec, tmp_path / "plain" / "fold0.json", log=lambda _: None)
+    for key in ("test_error", "test_loss", "best_val_loss", "best_epoch", "epochs_run"):
+        assert record[key] == without[key], key
 
 
 def test_x_is_read_into_memory_by_training_only(project):

@@ -15,7 +15,8 @@ chooses per run (`plan_reading`):
   rows of each window (`BlockShuffledOrder`). A batch then holds rows of at most two windows'
   blocks, and `BlockReader` reads each block once, whole, with ``os.pread`` into a cache
   of two windows: near-sequential reads, and a resident set bounded by the cache, not by
-  N (no page of the memory map is touched).
+  N (no page of the memory map is touched). Following the epoch's order, it reads the
+  next window in the background while the current one is trained on (`BlockReader.follow`).
 
 Both orders are deterministic functions of the shuffling generator's state at the
 epoch's start (and of the training rows and settings), which is what a checkpoint keeps:
@@ -28,7 +29,7 @@ import math
 import os
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,6 +42,8 @@ from ssmbench.reading_plan import MEMORY, ReadingPlan
 
 #: threads reading a window's blocks at once (requests in flight; the GIL is released)
 READ_THREADS = 4
+#: the reading threads' name prefix (`BlockReader.close` checks whether it runs in one)
+READ_THREAD_NAME = "blockread"
 #: a block whose file span is more than this many times its own rows (a test fold lying
 #: between its training rows) is read run by run, not as one span
 MAX_SPAN_FACTOR = 2
@@ -263,7 +266,8 @@ class BlockReader:
         self.rows = sorted_rows(rows)  # shared with the run's own (sorted) rows
         self.block_rows, self.cache_blocks = int(block_rows), max(1, int(cache_blocks))
         # block -> (its rows, their values, the buffer holding them, the first file row
-        # of its span when read whole (else None), the labels of the same rows or None)
+        # of its span when read whole (else None), the labels of the same rows or None),
+        # or the Future of that while it is read ahead
         self.cache: OrderedDict[int, tuple] = OrderedDict()
         self.threads = max(1, int(threads))
         self.firsts, self.lasts = block_bounds(self.rows, self.block_rows)
@@ -276,18 +280,26 @@ class BlockReader:
         self.bytes_read = 0
         self._count_lock = threading.Lock()
         self._fd: int | None = None
+        self._route: _Route | None = None  # the order read ahead along (`follow`)
 
     def __len__(self) -> int:
         return self.shape[0]
 
     def _open(self) -> int:
+        """X's descriptor (and the labels'), opened in the calling thread: the reading
+        threads only use them."""
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY)
+        if self.labels_path is not None and self._labels_fd is None:
+            self._labels_fd = os.open(self.labels_path, os.O_RDONLY)
         return self._fd
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
+        if self._pool is not None:  # read-ahead not started is dropped, in flight waited for
+            # closed in a reading thread only when its finished read let the reader go,
+            # that is when no other read holds it: nothing to wait for (nor can it join itself)
+            in_pool = threading.current_thread().name.startswith(READ_THREAD_NAME)
+            self._pool.shutdown(wait=not in_pool, cancel_futures=True)
             self._pool = None
         for fd in (self._fd, self._labels_fd):
             if fd is not None:
@@ -296,6 +308,7 @@ class BlockReader:
         self.cache.clear()
         self._free.clear()
         self._last = None
+        self._route = None
 
     @property
     def labels(self) -> BlockLabels:
@@ -329,15 +342,14 @@ class BlockReader:
             self.bytes_read += got
 
     def _pread_labels(self, out: np.ndarray, first_row: int) -> None:
-        if self._labels_fd is None:
-            self._labels_fd = os.open(self.labels_path, os.O_RDONLY)
+        self._open()
         at = self.labels_offset + first_row * self.labels_dtype.itemsize
         pread_exactly(self._labels_fd, out, at, self.labels_path)
 
     def _read_block(self, b: int, buffer: np.ndarray) -> tuple:
-        """(its rows, their values or its span, the span's first file row, the labels of
-        the same) for a block read whole; (its rows, their values, None, their labels) for
-        one read run by run. Labels None without ``labels=``."""
+        """(its rows, their values or its span, ``buffer``, the span's first file row, the
+        labels of the same) for a block read whole; (its rows, their values, ``buffer``,
+        None, their labels) for one read run by run. Labels None without ``labels=``."""
         first, last = int(self.firsts[b]), int(self.lasts[b])
         rows = block_slice(self.rows, b, self.block_rows)
         with_labels = self.labels_path is not None
@@ -347,7 +359,7 @@ class BlockReader:
             labels = np.empty(len(out), self.labels_dtype) if with_labels else None
             if with_labels:
                 self._pread_labels(labels, first)
-            return rows, out, first, labels
+            return rows, out, buffer, first, labels
         out = buffer[: len(rows)]
         labels = np.empty(len(rows), self.labels_dtype) if with_labels else None
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1  # where a run of consecutive rows ends
@@ -355,7 +367,7 @@ class BlockReader:
             self._pread(out[lo:hi], int(rows[lo]))
             if with_labels:
                 self._pread_labels(labels[lo:hi], int(rows[lo]))
-        return rows, out, None, labels
+        return rows, out, buffer, None, labels
 
     def __getitem__(self, batch) -> np.ndarray:
         asked = batch  # the object: `BlockLabels` gives its labels when asked for it next
@@ -387,23 +399,20 @@ class BlockReader:
             if len(self.cache) + len(missing) <= self.cache_blocks:
                 break
             if old not in keep:
-                self._free.append(self.cache.pop(old)[2])
+                self._free.append(self._entry(self.cache.pop(old))[2])
         # the missing blocks read by `threads` threads at once (os.preadv releases the GIL):
         # several requests in flight, as the kernel's read-ahead has for a sequential read
         buffers = [self._buffer() for _ in missing]
         self._open()
         if self.threads > 1 and len(missing) > 1:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="blockread")
-            done = list(self._pool.map(self._read_block, missing, buffers))
+            done = list(self._reading_pool().map(self._read_block, missing, buffers))
         else:
             done = [self._read_block(b, buf) for b, buf in zip(missing, buffers, strict=True)]
-        for b, buf, (rows, values, first, labels) in zip(missing, buffers, done, strict=True):
-            self.cache[b] = (rows, values, buf, first, labels)
+        self.cache.update(zip(missing, done, strict=True))
         out = np.empty((len(batch), *self.row_shape), dtype=self.dtype)
         labels_out = np.empty(len(batch), self.labels_dtype) if with_labels else None
         for b, lo, hi in zip(needed, los.tolist(), his.tolist(), strict=True):
-            rows, values, _, first, labels = self.cache[b]
+            rows, values, _, first, labels = self.cache[b] = self._entry(self.cache[b])
             self.cache.move_to_end(b)
             # in the block's own rows (their dtype: no cast of the block): one of this set?
             wanted = batch[lo:hi].astype(rows.dtype, copy=False)
@@ -420,7 +429,67 @@ class BlockReader:
                 labels_out[unsort] = labels_out.copy()
         if with_labels:
             self._last = (asked, labels_out)
+        if self._route is not None:
+            self._read_ahead(needed)
         return out
+
+    def follow(self, order: BlockShuffledOrder) -> None:
+        """Read ahead along ``order`` (an epoch's order over this reader's rows, with its
+        block size): once a batch lies wholly in one window, the blocks of earlier windows
+        are dropped (an epoch visits each window once) and the next window's blocks read
+        in the background while this window's batches are served, as a sequential read
+        has the kernel's read-ahead. The cache then holds at most two windows. Only a hint:
+        a block asked for that is not there is read then, whatever the order."""
+        if order.block_rows != self.block_rows or len(order.rows) != len(self.rows):
+            raise ValueError(f"{self.path}: an order of {len(order.rows)} rows in blocks of "
+                             f"{order.block_rows} cannot guide a reader of {len(self.rows)} "
+                             f"rows in blocks of {self.block_rows}")  # fmt: skip
+        if order.buffer_blocks * 2 > self.cache_blocks:
+            raise ValueError(f"{self.path}: reading ahead windows of {order.buffer_blocks} "
+                             f"blocks needs a cache of {2 * order.buffer_blocks} blocks, "
+                             f"this one holds {self.cache_blocks}")  # fmt: skip
+        window_of = np.empty(len(order.blocks), np.int64)
+        window_of[order.blocks] = np.arange(len(order.blocks)) // order.buffer_blocks
+        self._route = _Route(order.blocks, order.buffer_blocks, window_of)
+
+    def _read_ahead(self, needed: list[int]) -> None:
+        """After a batch of blocks ``needed``: when they are all of one window w and w + 1
+        is not being read yet, drop the blocks of other windows, start reading w + 1's
+        (those not cached already)."""
+        route = self._route
+        windows = route.window_of[needed]
+        w = int(windows[0])
+        if w + 1 == route.ahead or (windows != w).any():
+            return
+        route.ahead = w + 1
+        for b in [b for b in self.cache if route.window_of[b] not in (w, w + 1)]:
+            self._free.append(self._entry(self.cache.pop(b))[2])
+        nxt = route.blocks[(w + 1) * route.buffer_blocks : (w + 2) * route.buffer_blocks]
+        self._open()
+        for b in nxt.tolist():
+            if b not in self.cache:
+                self.cache[b] = self._reading_pool().submit(self._read_block, b, self._buffer())
+
+    def _entry(self, entry) -> tuple:
+        """A cache entry's block (rows, values, buffer, first row, labels): a block read
+        ahead waited for."""
+        return entry.result() if isinstance(entry, Future) else entry
+
+    def _reading_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix=READ_THREAD_NAME)
+        return self._pool
+
+
+@dataclass
+class _Route:
+    """The order a `BlockReader` reads ahead along: its blocks in epoch order, the blocks a
+    window, each block's window, and the window being read ahead."""
+
+    blocks: np.ndarray
+    buffer_blocks: int
+    window_of: np.ndarray
+    ahead: int | None = None
 
 
 class BlockLabels:

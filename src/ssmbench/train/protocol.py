@@ -347,7 +347,7 @@ class _DeepTraining:
             loss_sum, second, n_rows = 0.0, 0.0, 0
         self.model.train()
         batches = batches_of(
-            data.objective, data.train_X(), data.train_y(), data.mask,
+            data.objective, data.train_X(order), data.train_y(), data.mask,
             order[step * batch_size :], batch_size, inputs=data.inputs,
         )  # fmt: skip
         for xb, yb, mb, extra in batches:

@@ -21,7 +21,7 @@ from ssmbench.data.row_file import RowFile
 from ssmbench.fold_split import validation_seed
 from ssmbench.models import model_inputs
 from ssmbench.reading_plan import BLOCKS, MEMORY, plan_reading
-from ssmbench.train.batch_order import BlockReader, RowValues
+from ssmbench.train.batch_order import BlockReader, BlockShuffledOrder, RowValues
 from ssmbench.train.checks import check_inputs, check_split
 from ssmbench.train.evaluation import evaluate
 from ssmbench.train.objective import Objective
@@ -87,8 +87,9 @@ class FoldData:
             self.X_memory = np.load(self.dataset.path / "X.npy", allow_pickle=False)
         return self.X_memory
 
-    def train_X(self):
-        """X as the training batches read it."""
+    def train_X(self, order=None):
+        """X as the training batches read it; in block mode, a reader that reads ahead
+        along ``order`` (the epoch's `BlockShuffledOrder`) when it is given."""
         if self._in_memory() is not None:
             return self.X_memory
         if self.reading is not None and self.reading.mode == BLOCKS:
@@ -97,6 +98,8 @@ class FoldData:
                     self.dataset.path / "X.npy", self.train_idx, self.reading.block_rows,
                     2 * self.reading.buffer_blocks, labels=self._labels_file(),
                 )  # fmt: skip
+            if isinstance(order, BlockShuffledOrder):
+                self._train_reader.follow(order)
             return self._train_reader
         return self.dataset.X
 
