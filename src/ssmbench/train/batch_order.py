@@ -285,14 +285,13 @@ class BlockReader:
     def __len__(self) -> int:
         return self.shape[0]
 
-    def _open(self) -> int:
-        """X's descriptor (and the labels'), opened in the calling thread: the reading
-        threads only use them."""
+    def _open(self) -> None:
+        """Opens X's descriptor (and the labels') in the calling thread, before any block is
+        read: the reading threads (`_read_block`) only use them."""
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY)
         if self.labels_path is not None and self._labels_fd is None:
             self._labels_fd = os.open(self.labels_path, os.O_RDONLY)
-        return self._fd
 
     def close(self) -> None:
         if self._pool is not None:  # read-ahead not started is dropped, in flight waited for
@@ -337,12 +336,11 @@ class BlockReader:
 
     def _pread(self, out: np.ndarray, first_row: int) -> None:
         """File rows first_row.. into ``out`` (contiguous), as many as it holds."""
-        got = pread_exactly(self._open(), out, self.offset + first_row * self.row_bytes, self.path)
+        got = pread_exactly(self._fd, out, self.offset + first_row * self.row_bytes, self.path)
         with self._count_lock:  # reads run in threads: `+=` around the read would lose some
             self.bytes_read += got
 
     def _pread_labels(self, out: np.ndarray, first_row: int) -> None:
-        self._open()
         at = self.labels_offset + first_row * self.labels_dtype.itemsize
         pread_exactly(self._labels_fd, out, at, self.labels_path)
 
