@@ -141,3 +141,13 @@ def signal_at_training_batch(monkeypatch, n: int, signum=None) -> None:
         return real(self, out, yb, mb)
 
     monkeypatch.setattr(Objective, "batch_sums", batch_sums)
+
+
+@pytest.fixture(scope="session")
+def motor_imagery_archive(tmp_path_factory) -> Path:
+    """An archive_dir holding a real slice of the UEA archive's MotorImagery as ``.ts.xz``
+    (the first 20 TRAIN and 10 TEST rows, 64 channels, 500 steps) and its ``SHA256SUMS``,
+    written from ../shared/data/uea-xz by tests/uea_slice.py; skips without that folder."""
+    from uea_slice import motor_imagery_slice
+
+    return motor_imagery_slice(tmp_path_factory.mktemp("uea-xz"), compression="xz")

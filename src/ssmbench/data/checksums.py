@@ -43,7 +43,14 @@ def sha256_file(path: Path) -> str:
 def read_sha256sums(path: Path) -> dict[str, str]:
     """``SHA256SUMS`` (``sha256sum`` output) as {relative path: lower-case hex digest}."""
     sums: dict[str, str] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise DataError(
+            f"{path}: not a text checksum list ({e}); it must be plain `sha256sum` output. "
+            f"Replace or remove it."
+        ) from e
+    for lineno, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -60,17 +67,18 @@ def read_sha256sums(path: Path) -> dict[str, str]:
 
 
 def listed_sha256(
-    root: Path, folder: Path, name: str, file_names: Iterable[str]
+    root: Path, folder: Path, name: str, file_names: Iterable[str], sums_file: str = SUMS_FILE
 ) -> tuple[dict[str, str], str | None]:
     """The sha256 of each of ``file_names`` listed in ``<root>/SHA256SUMS`` (paths
     ``<name>/<file>``) or in ``<folder>/SHA256SUMS`` (bare file names), the latter winning.
+    ``sums_file`` names another list of the same form (e.g. ``SHA256SUMS.xz``).
 
     Returns ({file name: sha256}, the checksum file(s) used, or None when none lists any).
     """
     expected: dict[str, str] = {}
     used = []
     file_names = list(file_names)
-    for sums_path, prefix in ((root / SUMS_FILE, f"{name}/"), (folder / SUMS_FILE, "")):
+    for sums_path, prefix in ((root / sums_file, f"{name}/"), (folder / sums_file, "")):
         if not sums_path.is_file():
             continue
         sums = read_sha256sums(sums_path)

@@ -6,13 +6,36 @@
 
 Where the files come from, in this order:
 
-1. ``archive_dir`` (params.yaml ``benchmarks.uea.archive_dir``): ``<archive_dir>/<Name>/``.
+1. ``archive_dir`` (params.yaml ``benchmarks.uea.archive_dir``): ``<archive_dir>/<Name>/``,
+   each of the two files either plain or compressed (see below).
 2. The copy aeon ships inside its wheel (``aeon/datasets/data/<Name>/``: BasicMotions and
    JapaneseVowels).
 3. If ``download``: aeon's downloader, ``aeon.datasets.load_classification(name,
    extract_path=...)``, which fetches every file of the dataset's Zenodo record (tsml
    community; record ids in ``aeon.datasets.tsc_datasets.tsc_zenodo``) into
    ``<extract_path>/<Name>/``. We only keep the two original ``.ts`` files.
+
+Checksums and compressed files in ``archive_dir``:
+
+* Each file is checked against the sha256 listed in ``<archive_dir>/SHA256SUMS`` (paths
+  ``<Name>/<Name>_TRAIN.ts``) or ``<archive_dir>/<Name>/SHA256SUMS`` (bare names), when
+  listed; a mismatch refuses the fetch and keeps the previous raw copy.
+* For each split the first of ``<Name>_<SPLIT>.ts``, ``<Name>_<SPLIT>.ts.xz`` and
+  ``<Name>_<SPLIT>.ts.gz`` that exists is read, the two splits chosen separately. A plain
+  file wins: it needs no decompression, and it is how a file refused by the caps below is
+  supplied (decompressed by hand beside the compressed one). Large archive files are kept
+  compressed (MotorImagery's 415 MB TRAIN file is 3 MB as ``.xz``:
+  ``../shared/data/uea-xz``).
+* A compressed file is decompressed streamed (:mod:`ssmbench.data.compressed`: chunk by
+  chunk, hashing as it writes, never whole in memory, refused past a size cap and a
+  compression-ratio cap, or when truncated or corrupt) into the raw folder's staged
+  ``<Name>_<SPLIT>.ts``: the raw folder always holds the plain ``.ts``, and everything
+  after the fetch reads it as it would a plain copy. Its checksum is that of the
+  **decompressed** content, listed under the ``.ts`` name; the compressed file's own
+  sha256 is also checked where a list names it (``<Name>/<Name>_TRAIN.ts.xz`` in
+  ``SHA256SUMS``, or in ``SHA256SUMS.xz`` / ``SHA256SUMS.gz`` beside it, the form of
+  ``../shared/data/uea-xz``). ``provenance.json``'s ``decompressed_from`` records, per raw
+  file, the file read, its compression, its sha256 and size.
 
 Policies (also written into each ``meta.json``):
 
@@ -48,7 +71,8 @@ from pathlib import Path
 import numpy as np
 
 from ssmbench.data.catalog import domain_of
-from ssmbench.data.checksums import listed_sha256, sha256_file
+from ssmbench.data.checksums import SUMS_FILE, listed_sha256, sha256_file
+from ssmbench.data.compressed import SUFFIXES, compression_of, decompress_to
 from ssmbench.data.download import install_staged, staged_path, staging
 from ssmbench.data.errors import DataError
 from ssmbench.data.provenance import (
@@ -72,6 +96,8 @@ LABEL_POLICY = (
     "match the @classLabel header"
 )
 ZENODO_RECORD_URL = "https://zenodo.org/records/{}"
+#: the names a file of archive_dir may have, first found wins (the module docstring)
+ARCHIVE_SUFFIXES = ("", *SUFFIXES)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -85,6 +111,29 @@ def _expected_sums(root: Path, name: str) -> tuple[dict[str, str], str | None]:
     Returns ({file name: sha256}, the checksum file used or None).
     """
     return listed_sha256(root, root / name, name, _file_names(name).values())
+
+
+def _archive_file(src_dir: Path, fname: str) -> Path | None:
+    """The file read for ``fname`` in an archive folder: ``fname``, ``fname.xz`` or
+    ``fname.gz``, the first that exists; None if none does."""
+    for suffix in ARCHIVE_SUFFIXES:
+        if (src_dir / (fname + suffix)).is_file():
+            return src_dir / (fname + suffix)
+    return None
+
+
+def _accepted_names(fname: str) -> str:
+    return f"{fname} (or {', '.join(fname + s for s in ARCHIVE_SUFFIXES[1:])})"
+
+
+def _compressed_sums(root: Path, name: str, src: Path) -> tuple[str | None, str | None]:
+    """The sha256 listed for the compressed file ``src`` (``<root>/SHA256SUMS``, or the
+    ``SHA256SUMS.xz`` / ``.gz`` list of compressed files), and the list that gives it."""
+    for sums_file in (SUMS_FILE, SUMS_FILE + src.suffix):
+        sums, used = listed_sha256(root, root / name, name, [src.name], sums_file)
+        if src.name in sums:
+            return sums[src.name], used
+    return None, None
 
 
 def _aeon_bundled_dir(name: str) -> Path | None:
@@ -166,6 +215,46 @@ def _copy_verified(src: Path, tmp: Path, expected: str | None) -> str:
     return digest
 
 
+def _decompress_verified(
+    src: Path,
+    tmp: Path,
+    root: Path,
+    name: str,
+    expected: str | None,
+    max_bytes: int | None,
+    max_ratio: float | None,
+) -> tuple[str, dict]:
+    """Decompress ``src`` into the staged path ``tmp``, check the decompressed content's
+    sha256 (and ``src``'s own where listed); return (sha256, its provenance record)."""
+    compression = compression_of(src)
+    got = decompress_to(src, tmp, compression, max_bytes=max_bytes, max_ratio=max_ratio)
+    listed, listed_in = _compressed_sums(root, name, src)
+    keep = f"Nothing was installed; the previous copy in {tmp.parent}, if any, was kept."
+    if listed is not None and got["compressed_sha256"] != listed:
+        raise DataError(
+            f"{src}: sha256 {got['compressed_sha256']} of the compressed file does not "
+            f"match {listed} listed for {name}/{src.name} in {listed_in}. The file is "
+            f"corrupt or a different version; replace it with a good copy, or fix the "
+            f"list. {keep}"
+        )
+    if expected is not None and got["sha256"] != expected:
+        raise DataError(
+            f"{src}: the decompressed content's sha256 {got['sha256']} does not match "
+            f"{expected} listed for {name}/{src.stem} in the "
+            f"source's SHA256SUMS. The file is corrupt or a different version; replace it "
+            f"with a good copy. {keep}"
+        )
+    record = {
+        "file": f"{name}/{src.name}",
+        "compression": compression,
+        "sha256": got["compressed_sha256"],
+        "bytes": got["compressed_bytes"],
+        "decompressed_bytes": got["bytes"],
+        "verified_against": listed_in,
+    }
+    return got["sha256"], record
+
+
 # --------------------------------------------------------------------------- fetch
 def locate_uea(
     name: str, archive_dir: str | os.PathLike | None = None, download: bool = True
@@ -180,13 +269,18 @@ def locate_uea(
     names = _file_names(name)
     if archive_dir is not None:
         src_dir = Path(archive_dir) / name
-        missing = [str(src_dir / f) for f in names.values() if not (src_dir / f).is_file()]
+        missing = [
+            _accepted_names(str(src_dir / f))
+            for f in names.values()
+            if _archive_file(src_dir, f) is None
+        ]
         if missing:
             raise DataError(
                 f"UEA dataset {name}: archive_dir is set to {archive_dir} but "
-                f"{', '.join(missing)} does not exist. Put the archive's files there "
-                f"(<archive_dir>/{name}/{name}_TRAIN.ts and _TEST.ts), or set "
-                f"benchmarks.uea.archive_dir: null to use aeon's copy or download."
+                f"{' and '.join(missing)} does not exist. Put the archive's files there "
+                f"(<archive_dir>/{name}/{name}_TRAIN.ts and _TEST.ts, plain or compressed "
+                f"as .ts.xz or .ts.gz), or set benchmarks.uea.archive_dir: null to use "
+                f"aeon's copy or download."
             )
         return "archive_dir", src_dir
     bundled = _aeon_bundled_dir(name)
@@ -208,15 +302,20 @@ def fetch_uea(
     archive_dir: str | os.PathLike | None = None,
     download: bool = True,
     force: bool = False,
+    *,
+    max_decompressed_bytes: int | None = None,
+    max_decompression_ratio: float | None = None,
 ) -> dict:
     """Put ``<raw_dir>/<name>/<name>_{TRAIN,TEST}.ts`` in place; return their provenance.
 
     The provenance ``{source, source_url, raw_files {"<name>/<file>": sha256}, ...}`` is
-    also written to ``<raw_dir>/<name>/provenance.json``. Nothing is copied when the files
-    are already there with the recorded checksums (unless ``force``, or ``archive_dir``'s
-    SHA256SUMS now lists other checksums). Files are copied to temporary names and renamed
-    into place only once both have been read and checked, so a failed fetch keeps the
-    previous good copy.
+    also written to ``<raw_dir>/<name>/provenance.json``, with ``decompressed_from`` when a
+    file of ``archive_dir`` was compressed. Nothing is copied when the files are already
+    there with the recorded checksums (unless ``force``, or ``archive_dir``'s SHA256SUMS
+    now lists other checksums). Files are copied (or decompressed) to temporary names and
+    renamed into place only once both have been read and checked, so a failed fetch keeps
+    the previous good copy. ``max_decompressed_bytes`` and ``max_decompression_ratio``
+    override the caps of :mod:`ssmbench.data.compressed` (for tests).
     """
     raw_dir = Path(raw_dir)
     dest = raw_dir / name
@@ -250,10 +349,25 @@ def fetch_uea(
 
         expected, sums_used = _expected_sums(root, name)
         raw_files: dict[str, str] = {}
+        decompressed: dict[str, dict] = {}
         with staging(dest) as staged:
             for fname in names.values():
+                src = src_dir / fname
+                if source == "archive_dir":
+                    src = _archive_file(src_dir, fname) or src
                 staged[fname] = staged_path(dest, fname)
-                digest = _copy_verified(src_dir / fname, staged[fname], expected.get(fname))
+                if compression_of(src) is None:
+                    digest = _copy_verified(src, staged[fname], expected.get(fname))
+                else:
+                    digest, decompressed[f"{name}/{fname}"] = _decompress_verified(
+                        src,
+                        staged[fname],
+                        root,
+                        name,
+                        expected.get(fname),
+                        max_decompressed_bytes,
+                        max_decompression_ratio,
+                    )
                 raw_files[f"{name}/{fname}"] = digest
             install_staged(staged, dest)
     finally:
@@ -269,6 +383,8 @@ def fetch_uea(
         "aeon_version": _aeon_version(),
         "fetched": utc_now(),
     }
+    if decompressed:
+        prov["decompressed_from"] = decompressed
     atomic_write_json(dest / PROVENANCE, prov, sort_keys=False)
     return prov
 
