@@ -18,7 +18,7 @@ import ssmbench.models as models
 from ssmbench.config import Job, job_spec
 from ssmbench.data.errors import DataError
 from ssmbench.io import atomic_write_json, index_text, write_prepared_folder
-from ssmbench.train.checks import DivergedError, check_loss, check_split
+from ssmbench.train.checks import DivergedError, LossLimit, check_loss, check_split
 from ssmbench.train.protocol import run_job
 
 N_TRAIN, N_TEST, C, L, K = 32, 8, 2, 16, 2
@@ -185,10 +185,11 @@ def test_regression_validation_fraction_leaving_no_training_rows_is_refused(tmp_
 
 
 # ------------------------------------------------------------------------ divergence
-def _poisoned_forward(monkeypatch, poison_call: int, training: bool):
+def _poisoned_forward(monkeypatch, poison_call: int, training: bool, factor=np.inf):
     """Make the model's `poison_call`-th forward pass in training (or eval) mode return
-    NaN/inf logits, deterministically. The record's MAC count runs on the meta device here
-    (not counted), so that only the run's own passes count."""
+    its logits times `factor` (inf: NaN/inf logits), deterministically. The record's MAC
+    count runs on the meta device here (not counted), so that only the run's own passes
+    count."""
     monkeypatch.setattr(complexity, "AUTO_CPU_MAX_LENGTH", 0)
     model_class = type(models.build_model(MODEL, C, K, L, _spec(Path("."))["model_params"]))
     real_forward = model_class.forward
@@ -199,7 +200,7 @@ def _poisoned_forward(monkeypatch, poison_call: int, training: bool):
         if x.device.type != "meta" and self.training == training:
             calls["n"] += 1
             if calls["n"] == poison_call:
-                return out * float("inf")
+                return out * factor
         return out
 
     monkeypatch.setattr(model_class, "forward", forward)
@@ -212,6 +213,43 @@ def test_divergence_in_training_stops_the_run_naming_epoch_and_batch(tmp_path, m
              r"^\[uea/Toy/S4D/fold0\] training, epoch 2, batch 3/4: loss is nan \(the input "
              r"batch is finite: the model diverged; lower protocol.lr or set "
              r"protocol.grad_clip_norm\). Stopped without a record.$")  # fmt: skip
+
+
+def test_a_finite_exploding_training_loss_stops_the_run(tmp_path, monkeypatch):
+    """Logits 1e6 times too large: a finite loss far above 1000 ln K stops the run, named
+    like a NaN, and no record is written."""
+    _poisoned_forward(monkeypatch, 4 + 2, training=True, factor=1e6)  # epoch 2, batch 2
+    _refused(tmp_path, _folder(tmp_path), DivergedError,
+             r"^\[uea/Toy/S4D/fold0\] training, epoch 2, batch 2/4: loss is [0-9.e+]+, above "
+             r"protocol.max_loss_ratio 1000 × ln K for K = 2 classes \(0.6931\) = 693.1: the "
+             r"model exploded; lower protocol.lr or set protocol.grad_clip_norm. Stopped "
+             r"without a record.$")  # fmt: skip
+
+
+def test_the_loss_limit_is_a_stated_multiple_of_a_know_nothing_model():
+    model = torch.nn.Linear(2, 2)
+    x = torch.zeros(2)
+    limit = LossLimit.for_task(1000, "classification", 2, None)
+    assert limit.value == pytest.approx(1000 * np.log(2))
+    check_loss(limit.value, "training, epoch 1", 0, 5, x, model, limit)  # at the limit: fine
+    with pytest.raises(DivergedError, match=r"batch 1/5: loss is 694, above .* = 693.1"):
+        check_loss(694.0, "training, epoch 1", 0, 5, x, model, limit)
+    # one class counts as two (ln 1 = 0 would stop every run); regression: the variance
+    assert LossLimit.for_task(10, "classification", 1, None).value == pytest.approx(10 * np.log(2))
+    reg = LossLimit.for_task(10, "regression", None, 0.5)
+    assert reg.value == 5.0 and reg.what == "the variance of the training targets"
+    assert LossLimit.for_task(10, "regression", None, 0.0).value == 10.0
+    assert LossLimit.for_task(None, "classification", 2, None) is None
+    check_loss(1e30, "training, epoch 1", 0, 5, x, model, None)  # no limit: finite is fine
+
+
+def test_max_loss_ratio_null_lets_a_finite_loss_train_on(tmp_path, monkeypatch):
+    _poisoned_forward(monkeypatch, 6, training=True, factor=1e6)
+    spec = _spec(_folder(tmp_path))
+    spec["settings"]["max_loss_ratio"] = None
+    record = tmp_path / "runs" / "fold0.json"
+    run_job(spec, record, log=lambda _: None)
+    assert record.is_file()
 
 
 def test_divergence_in_validation_stops_the_run(tmp_path, monkeypatch):

@@ -35,6 +35,7 @@ PROTOCOL_KEYS = {
     "early_stopping_patience",
     "monitor",
     "grad_clip_norm",
+    "max_loss_ratio",
     "micro_batch_rows",
     "deterministic",
     "seed_base",

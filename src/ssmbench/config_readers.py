@@ -39,6 +39,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "*.early_stopping_patience": ("ssmbench.train.protocol:_DeepTraining",),
     "*.monitor": ("ssmbench.train.protocol:_DeepTraining",),
     "*.grad_clip_norm": ("ssmbench.train.protocol:_DeepTraining",),
+    "*.max_loss_ratio": ("ssmbench.train.protocol:_DeepTraining",),
     "*.micro_batch_rows": ("ssmbench.train.protocol:_DeepTraining",),
     "protocol.deterministic": ("ssmbench.train.run_setup:set_up",),
     "protocol.seed_base": ("ssmbench.train.run_setup:set_up",),

@@ -4,13 +4,19 @@ Before the first epoch (`check_inputs`, `check_split`): the prepared dataset aga
 own ``meta.json`` (integer labels in ``[0, n_classes)``, finite inputs and observed
 targets, test rows disjoint from the training rows it declares) and a fold that leaves
 rows to train and validate on. While training (`check_loss`): every batch's loss is
-finite. A failed input check is a `DataError` (bad input, like any other); a non-finite
-loss is a `DivergedError`. Either way no record is written.
+finite and, for a training batch, below `LossLimit`: ``max_loss_ratio`` times the loss of
+a model that knows nothing (ln K for K classes, the uniform guess; the variance of the
+training targets for regression, the mean's MSE). A loss of 1,000 ln K, for instance, means
+that the model gives the true class a probability of K^-1000: a run that reaches it has
+exploded, even if it is still finite, and would otherwise train on and write a record of
+chance accuracy. A failed input check is a `DataError` (bad input, like any other); a
+non-finite or exploded loss is a `DivergedError`. Either way no record is written.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -20,7 +26,37 @@ from ssmbench.data.store import SINGLE_SPLIT_SCHEMES
 
 
 class DivergedError(Exception):
-    """A training, validation or test loss was NaN or inf: the run stops, without a record."""
+    """A training, validation or test loss was NaN or inf, or a training loss exploded past
+    its `LossLimit`: the run stops, without a record."""
+
+
+@dataclass(frozen=True)
+class LossLimit:
+    """The largest training loss (a batch's mean) a run may reach: ``ratio`` times
+    ``baseline``, the loss of a model that knows nothing (``what`` says which)."""
+
+    ratio: float
+    baseline: float
+    what: str
+
+    @property
+    def value(self) -> float:
+        return self.ratio * self.baseline
+
+    @classmethod
+    def for_task(
+        cls, ratio: float | None, task: str, n_classes: int | None, target_var: float | None
+    ) -> LossLimit | None:
+        """The limit of a run: ``ratio`` × ln K (classification; K at least 2) or ``ratio`` ×
+        the variance of the training targets (regression; a variance of 0 counts as 1).
+        None when ``ratio`` is None (protocol.max_loss_ratio: null, no limit)."""
+        if ratio is None:
+            return None
+        if task == "classification":
+            k = max(2, int(n_classes or 2))
+            return cls(float(ratio), math.log(k), f"ln K for K = {k} classes")
+        var = float(target_var) if target_var is not None and target_var > 0 else 1.0
+        return cls(float(ratio), var, "the variance of the training targets")
 
 
 def check_inputs(dataset, fold: int, rows=None) -> None:
@@ -178,13 +214,28 @@ def check_split(dataset, fold: int, train_idx, val_idx, val_fraction: float) -> 
 
 
 def check_loss(
-    value: float, stage: str, batch: int, n_batches: int, inputs: torch.Tensor, model
+    value: float,
+    stage: str,
+    batch: int,
+    n_batches: int,
+    inputs: torch.Tensor,
+    model,
+    limit: LossLimit | None = None,
 ) -> None:
-    """Raise `DivergedError` when `value` (a batch's loss) is NaN or inf, saying where
+    """Raise `DivergedError` when `value` (a batch's mean loss) is NaN or inf, saying where
     (`stage`, e.g. "training, epoch 3", and the batch) and whether its input batch or the
-    model's weights held NaN/inf."""
-    if math.isfinite(value):
+    model's weights held NaN/inf; or when it exceeds `limit` (training batches), saying
+    the limit and what it is a multiple of."""
+    if math.isfinite(value) and (limit is None or value <= limit.value):
         return
+    where = f"{stage}, batch {batch + 1}/{n_batches}"
+    advice = "lower protocol.lr or set protocol.grad_clip_norm"
+    if math.isfinite(value):
+        raise DivergedError(
+            f"{where}: loss is {value:.4g}, above protocol.max_loss_ratio {limit.ratio:g} × "
+            f"{limit.what} ({limit.baseline:.4g}) = {limit.value:.4g}: the model exploded; "
+            f"{advice}. Stopped without a record."
+        )
     bad_input = not bool(torch.isfinite(inputs).all())
     bad_weights = any(not bool(torch.isfinite(p).all()) for p in model.parameters())
     cause = (
@@ -192,9 +243,6 @@ def check_loss(
         if bad_input
         else "the input batch is finite"
         + (", the model's weights hold NaN/inf" if bad_weights else "")
-        + ": the model diverged; lower protocol.lr or set protocol.grad_clip_norm"
+        + f": the model diverged; {advice}"
     )
-    raise DivergedError(
-        f"{stage}, batch {batch + 1}/{n_batches}: loss is {value} ({cause}). Stopped "
-        f"without a record."
-    )
+    raise DivergedError(f"{where}: loss is {value} ({cause}). Stopped without a record.")

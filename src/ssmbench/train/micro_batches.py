@@ -60,7 +60,7 @@ def backward_batch(
 ) -> tuple[float, float]:
     """Forward and backward of one training batch, whole (``rows`` None) or in parts of
     ``rows`` rows; the model's ``regulariser()`` (if any) is added once. ``check(loss,
-    inputs)`` sees each part's summed loss before its backward (a NaN must not reach the
+    inputs)`` sees each part's mean loss before its backward (a NaN must not reach the
     gradient). Returns the batch's summed loss and its second figure (`batch_sums`)."""
     penalty = getattr(model, "regulariser", None)  # e.g. Log-NCDE's Lip(2)
     n = len(yb)
@@ -79,7 +79,7 @@ def _parts(model, objective, xb, yb, mb, extra, rows, check, penalty) -> tuple[f
         m_part = mb[part] if mb is not None else None
         out = forward_batch(model, x_part, {k: v[part] for k, v in extra.items()})
         loss, part_loss, part_second = objective.batch_sums(out, y_part, m_part)
-        check(part_loss, x_part)
+        check(float(loss.detach()), x_part)  # the part's mean loss
         if rows < n:
             loss = loss * objective.part_weight(y_part, m_part, yb, mb)
         if start == 0 and callable(penalty):

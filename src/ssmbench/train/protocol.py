@@ -42,7 +42,7 @@ from ssmbench.models import is_estimator, model_inputs
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.batch_order import plan_order
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
-from ssmbench.train.checks import check_loss
+from ssmbench.train.checks import LossLimit, check_loss
 from ssmbench.train.estimator_run import run_estimator
 from ssmbench.train.evaluation import batches_of, score_test_sets
 from ssmbench.train.micro_batches import backward_batch, check_micro_batching
@@ -187,6 +187,12 @@ class _DeepTraining:
         self.patience = None if patience is None else int(patience)
         self.val_interval = int(settings.get("val_interval", 1))
         self.clip = settings.get("grad_clip_norm")
+        # a finite training loss this far above a know-nothing model's stops the run too
+        self.loss_limit = LossLimit.for_task(
+            settings.get("max_loss_ratio"), self.data.objective.task,
+            self.data.dataset.meta.get("n_classes"),
+            self.data.target_var(self.data.train_idx),
+        )  # fmt: skip
         # rows per forward/backward within a batch (None: the whole batch): same gradient
         self.micro_batch_rows = settings.get("micro_batch_rows")
         check_micro_batching(self.model, self.micro_batch_rows, ckpt.run_name(run.spec))
@@ -360,7 +366,7 @@ class _DeepTraining:
                 # before the backward: a NaN gradient would reach the weights and checkpoints
                 lambda loss, inputs, _step=step: check_loss(
                     loss, f"[{self.name}] training, epoch {state.epoch}", _step,
-                    self.n_batches, inputs, self.model),
+                    self.n_batches, inputs, self.model, self.loss_limit),
             )  # fmt: skip
             if self.clip:
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
