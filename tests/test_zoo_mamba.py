@@ -240,3 +240,56 @@ def test_fused_and_pure_paths_agree(name):
     torch.testing.assert_close(out_fused, out_pure, rtol=2e-3, atol=2e-3)
     for a, b in zip(grads_fused, grads_pure, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-2, atol=1e-2)
+
+
+# --------------------------------------------------------- the Log-NCDE benchmark's block
+def _logncde_mamba(**kw):
+    from ssmbench.models.mamba import Mamba1Classifier
+
+    torch.manual_seed(0)
+    params = dict(d_model=8, d_state=4, d_conv=3, expand=1, n_layers=2, dropout=0.1)
+    return Mamba1Classifier(3, 2, 40, **{**params, "block": "logncde", **kw})
+
+
+def test_logncde_block_has_the_reference_layers_and_counts():
+    """torch_experiments/train.py: Linear encoder, per block LayerNorm + mixer + GLU
+    Linear(d, 2d), Linear decoder; no MLP head. Parameters: encoder 3·8 + 8, per block
+    LayerNorm 16 + mixer + GLU 8·16 + 16, decoder 8·2 + 2."""
+    from ssmbench.models.mamba import Mamba1Mixer
+
+    model = _logncde_mamba()
+    mixer = sum(p.numel() for p in Mamba1Mixer(8, 4, 3, 1).parameters())
+    assert count_params(model) == (3 * 8 + 8) + 2 * (16 + mixer + 8 * 16 + 16) + (8 * 2 + 2)
+    assert isinstance(model.head, torch.nn.Linear)
+    assert [type(n).__name__ for n in model.norms] == ["LayerNorm", "LayerNorm"]
+
+
+def test_logncde_block_is_a_pre_norm_residual_block():
+    """With the GLU's output weights zeroed, every block adds nothing: the features are the
+    encoder's, so the block is x + f(LayerNorm(x)) (a residual around a normalised mixer)."""
+    model = _logncde_mamba(dropout=0.0).eval()
+    with torch.no_grad():
+        for glu in model.glus:
+            glu.weight.zero_()
+            glu.bias.zero_()
+        x = torch.randn(2, 3, 40) * 50  # raw-scale values
+        feats = model.input_proj(x.transpose(1, 2)).mean(dim=1)
+        assert torch.allclose(model(x), model.head(feats), atol=1e-5)
+
+
+def test_softmax_output_gives_probabilities_with_the_same_argmax():
+    x = torch.randn(4, 3, 40)
+    probs = _logncde_mamba(softmax_output=True).eval()(x)
+    logits = _logncde_mamba(softmax_output=False).eval()(x)
+    assert torch.allclose(probs.sum(dim=-1), torch.ones(4))
+    assert torch.equal(probs.argmax(dim=-1), logits.argmax(dim=-1))
+    # the protocol's cross-entropy on them is the reference's cross_entropy(softmax(z), y)
+    y = torch.tensor([0, 1, 1, 0])
+    assert torch.allclose(F.cross_entropy(probs, y), F.cross_entropy(torch.softmax(logits, -1), y))
+
+
+def test_an_unknown_block_or_a_residual_logncde_block_is_refused():
+    with pytest.raises(ValueError, match="block must be one of"):
+        _logncde_mamba(block="other")
+    with pytest.raises(ValueError, match="has its own residual"):
+        _logncde_mamba(residual=True)

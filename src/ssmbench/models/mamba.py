@@ -31,6 +31,20 @@ Classifier (both families; x: (B, C, L) float32 -> logits (B, K))
     x = AdaptiveAvgPool1d(1) over L                                  (B, d)
     logits = Linear(d, d) -> GELU -> Linear(d, K)                    (B, K)
 ``per_step=True`` skips the pooling and applies the head at every step: (B, L, K).
+
+``block="logncde"``: the Log-NCDE benchmark's Mamba (Benjamin-Walker/log-neural-cdes,
+``torch_experiments/train.py``: ``GLU``, ``MambaBlock``, ``Mamba``; the code behind its
+published UEA-6 "mamba" accuracies), around the same mixer:
+    x = Linear(C, d) at every step                                   (B, L, d)
+    for each of n_layers:  y = Dropout(GELU(Mixer(LayerNorm(x))))    (B, L, d)
+                           y = Dropout(GLU(y))   GLU: a * sigmoid(b), [a, b] = Linear(d, 2d)(y)
+                           x = x + y
+    logits = Linear(d, K)(mean over L of x)                          (B, K)
+  with its dropout 0.1 (params.yaml). ``softmax_output=True``: the model returns
+  softmax(logits), as the reference's ``Mamba.forward`` does before its
+  ``cross_entropy(y_hat, ...)``, which applies a second log-softmax: the protocol's
+  cross-entropy on these outputs is the reference's loss, and the argmax (accuracy) is the
+  same.
 ``time_channel=True`` (the TIDES drop-rate ablation's Mamba baselines) prepends the time
 t / (L − 1) as an input channel, from the step sizes the model is then given
 (``frame.with_time_channel``); off, the model reads X alone.
@@ -138,6 +152,13 @@ Choices and deviations
   Linear biases): not part of the ``Mamba``/``Mamba2`` modules themselves; every
   Linear/Conv1d keeps torch's default init except dt_proj (reference init above).
 * Dropout is element-wise ``nn.Dropout`` after the GELU (default 0: identity).
+* ``block="ms4n"`` on raw, unnormalised values diverges: the selective scan is cubic in its
+  input's scale (Δ, B_t and u all grow with it, and C_t reads the state), and nothing
+  between the blocks brings the scale back. On MotorImagery under the UEA-6 protocol (raw
+  EEG values, per-channel std 13-29, |x| up to 446), Mamba1-logncde built that way reached
+  a training loss of 3.6e24 in its first epoch (issue 32). The Log-NCDE reference's block
+  normalises before the mixer (LayerNorm) and keeps a residual stream, so its Mamba trains
+  on the raw values: ``Mamba1-logncde`` uses ``block="logncde"``.
 """
 
 from __future__ import annotations
@@ -192,6 +213,8 @@ MODEL_ENTRIES: dict[str, dict] = {
 }
 
 _DT_MIN, _DT_MAX, _DT_INIT_FLOOR = 1e-3, 1e-1, 1e-4
+#: the blocks around the mixers: the MS4N study's (Table 4) or the Log-NCDE benchmark's
+BLOCKS = ("ms4n", "logncde")
 
 
 # --- MAC counts ("full" convention) ----------------------------------------------------------
@@ -482,17 +505,28 @@ class _MambaClassifier(SequenceClassifier):
         d_model: int,
         dropout: float,
         residual: bool,
+        block: str = "ms4n",
+        softmax_output: bool = False,
     ) -> None:
         """The layers around the mixers, built after them (the order of the initial draws)."""
-        self.residual = residual
+        if block not in BLOCKS:
+            raise ValueError(f"block must be one of {BLOCKS}, got {block!r}")
+        if block == "logncde" and residual:
+            raise ValueError("block 'logncde' has its own residual; residual is an ms4n option")
+        self.block, self.residual, self.softmax_output = block, residual, softmax_output
         if self.time_channel:  # t / (L − 1) from the step sizes: a time-aware input
             self.INPUTS = ("values", "steps")
         self.input_proj = nn.Linear(self.n_channels + int(self.time_channel), d_model)
         self.mixers = nn.ModuleList(mixers)
         self.activation = nn.GELU()
         self.dropout = optional_dropout(dropout)
-        self.global_pool = CountedMeanOverSteps()
-        self.head = ClassifierHead(d_model, d_model, self.n_classes)
+        if block == "logncde":
+            self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in mixers)
+            self.glus = nn.ModuleList(nn.Linear(d_model, 2 * d_model) for _ in mixers)
+            self.head = nn.Linear(d_model, self.n_classes)  # the reference's linear_decoder
+        else:
+            self.global_pool = CountedMeanOverSteps()
+            self.head = ClassifierHead(d_model, d_model, self.n_classes)
 
     def forward(self, x: torch.Tensor, steps: torch.Tensor | None = None) -> torch.Tensor:
         """x (B, C, L) -> (B, K) or (B, L, K); ``steps`` (B, L): the step sizes, read only
@@ -500,10 +534,17 @@ class _MambaClassifier(SequenceClassifier):
         if self.time_channel:
             x = with_time_channel(x, steps, self.length or x.shape[-1])  # (B, C + 1, L)
         x = self.input_proj(x.transpose(-1, -2))  # (B, C, L) -> (B, L, d)
-        for mixer in self.mixers:
-            y = self.dropout(self.activation(mixer(x)))  # (B, L, d)
-            x = x + y if self.residual else y
-        return self.readout(x)  # (B, K), or (B, L, K) per step
+        if self.block == "logncde":
+            for norm, mixer, glu in zip(self.norms, self.mixers, self.glus, strict=True):
+                y = self.dropout(self.activation(mixer(norm(x))))  # (B, L, d)
+                a, b = glu(y).chunk(2, dim=-1)  # (B, L, d) each
+                x = x + self.dropout(a * torch.sigmoid(b))
+        else:
+            for mixer in self.mixers:
+                y = self.dropout(self.activation(mixer(x)))  # (B, L, d)
+                x = x + y if self.residual else y
+        out = self.readout(x)  # (B, K), or (B, L, K) per step
+        return torch.softmax(out, dim=-1) if self.softmax_output else out
 
 
 class Mamba1Classifier(_MambaClassifier):
@@ -524,6 +565,8 @@ class Mamba1Classifier(_MambaClassifier):
         dropout: float = 0.0,
         residual: bool = False,
         time_channel: bool = False,
+        block: str = "ms4n",
+        softmax_output: bool = False,
         per_step: bool = False,
     ) -> None:
         super().__init__(n_channels, n_classes, length, per_step)
@@ -532,7 +575,7 @@ class Mamba1Classifier(_MambaClassifier):
             Mamba1Mixer(d_model, d_state, d_conv, expand, dt_rank, chunk_size)
             for _ in range(n_layers)
         ]
-        self._build(mixers, d_model, dropout, residual)
+        self._build(mixers, d_model, dropout, residual, block, softmax_output)
 
 
 class Mamba2Classifier(_MambaClassifier):
