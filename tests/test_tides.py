@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import copy
 import itertools
+from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 from ssmbench.complexity import count_params, mmac
+from ssmbench.data.uea6 import UEA6
 from ssmbench.models import FAMILIES, build_model, validate_model_params
 from ssmbench.models.tides import (
     MODEL_ENTRIES,
@@ -25,6 +28,8 @@ from ssmbench.models.tides import (
     lambda_re_map,
 )
 from ssmbench.models.tides_scan import discretize, parallel_scan, recurrent_scan
+
+REPO = Path(__file__).resolve().parents[1]
 
 F64 = torch.float64
 ID = "input_dependent"
@@ -540,3 +545,44 @@ def test_every_parameter_is_trained():
         model(torch.randn(4, 3, 12), torch.rand(4, 12)).square().sum().backward()
         assert all(p.grad is not None for p in model.parameters()), cls
     copy.deepcopy(model)  # deep-copyable (ptflops works on a copy)
+
+
+# ------------------------------------------------ the UEA-6 configurations keep Re Λ < 0
+def _max_re_lambda(model_params: dict, monkeypatch) -> float:
+    """The largest Re Λ a TIDES model of ``model_params`` produces on raw-scale input
+    after its weights have been scrambled far from their initialisation (as a diverging
+    run's are)."""
+    import ssmbench.models.tides_ssm as tides_ssm
+    from ssmbench import models
+
+    seen: list[float] = []
+    real = tides_ssm.lambda_re_map
+
+    def spy(raw, name, clip=False):
+        out = real(raw, name, clip)
+        seen.append(float(out.detach().max()))
+        return out
+
+    monkeypatch.setattr(tides_ssm, "lambda_re_map", spy)
+    torch.manual_seed(0)
+    model = models.build_model("TIDES", 4, 2, 50, model_params).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 3.0)
+        model(torch.randn(3, 4, 50) * 20.0, steps=torch.ones(3, 50))
+    return max(seen)
+
+
+def test_every_uea6_tides_configuration_keeps_re_lambda_negative(monkeypatch):
+    """params.yaml TIDES's per-dataset configurations (the paper's appendix table) bound
+    Re Λ below 0 whatever the weights: exp, stable, or standard with clip_eigs. The entry's
+    defaults (standard, no clipping) do not, which let MotorImagery's 3,000-step states
+    overflow (models/tides.py)."""
+    entry = yaml.safe_load((REPO / "params.yaml").read_text())["models"]["TIDES"]
+    base = {k: v for k, v in entry.items() if k not in ("dataset_params", "dataset_settings")}
+    assert sorted(entry["dataset_params"]) == sorted(UEA6)
+    for name, overrides in entry["dataset_params"].items():
+        params = {**base, **overrides}
+        assert _max_re_lambda(params, monkeypatch) < 0, name
+        assert entry["dataset_settings"][name]["grad_clip_norm"] is None  # as uea/main.py
+    assert _max_re_lambda(base, monkeypatch) > 0  # the unbounded defaults
