@@ -9,6 +9,7 @@ import pytest
 
 from ssmbench.report.reference import load_published_uea6
 from ssmbench.report.uea6_table import (
+    MOTOR_IMAGERY_NOTE,
     SELECTION_NOTE,
     cd_note,
     nemenyi_critical_difference,
@@ -47,17 +48,27 @@ def test_ours_sits_beside_its_published_twin_and_ranks_are_over_all_columns():
     assert headers[1:3] == ["S5-logncde (ours)", "S5 (published)"]
     assert "log_ncde (published)" in headers and "mamba (published)" in headers
     ew = table.set_index("Dataset").loc["EigenWorms"]
-    assert ew["S5-logncde (ours)"] == "99.0 ± 1.0"  # folds 0.98 and 1.00
+    assert ew["S5-logncde (ours)"] == "99.0 ± 1.0 (n=2)"  # folds 0.98 and 1.00: 2 of 5
     assert ew["S5 (published)"] == "81.1 ± 3.7"
     ranks = ranks_of(table)
     assert ranks["S5-logncde (ours)"] == 1.0
     assert table["Dataset"].iloc[-2] == "Average (on 6)"
 
 
+def test_a_cell_over_the_published_number_of_seeds_carries_no_count():
+    rows = [{"benchmark": "uea6", "dataset": "Heartbeat", "model": "Mamba1-logncde",
+             "fold": f, "test_error": 0.3} for f in range(5)]  # fmt: skip
+    table = uea6_table(uea6_results(pd.DataFrame(rows))).set_index("Dataset")
+    assert table.loc["Heartbeat", "Mamba1-logncde (ours)"] == "70.0 ± 0.0"
+    headers = list(table.columns)
+    assert headers[headers.index("Mamba1-logncde (ours)") + 1] == "mamba (published)"
+
+
 def test_the_markdown_says_how_configurations_were_selected(tmp_path):
     paths = write_uea6_table(uea6_results(_records({"Heartbeat": 0.7})), tmp_path / "uea6")
     md = paths["md"].read_text(encoding="utf-8")
     assert md.rstrip().endswith(SELECTION_NOTE) and "| Heartbeat" in md
+    assert MOTOR_IMAGERY_NOTE in md
     assert SELECTION_NOTE not in paths["csv"].read_text(encoding="utf-8")
 
 
