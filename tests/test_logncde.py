@@ -2,9 +2,11 @@
 log-signatures against increments and Lévy areas computed directly in numpy (both backends,
 the reference's windows and basepoint), the Heun solver against expm(A t), the reference's
 solver schedule, the depth-2 term against ``torch.func.jvp`` and the reference's pair loop,
-the Log-ODE against the CDE it approximates, shapes, learning, errors, the time channel, the
-parameter count, the Lip(2) penalty, the cache and the MAC count. (The model contract runs
-in tests/test_model_contract.py once the family is registered; ``test_contract_*`` here run
+the model's fast path (Jacobian form, stage tables) against the per-tangent arithmetic of
+tests/logncde_oracle.py (outputs and gradients), the Log-ODE against the CDE it
+approximates, shapes, learning, errors, the time channel, the parameter count, the Lip(2)
+penalty, the cache and the MAC count. (The model contract runs in
+tests/test_model_contract.py once the family is registered; ``test_contract_*`` here run
 its checks on this family meanwhile.)"""
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from functools import partial
 from importlib import resources
 
 import numpy as np
@@ -20,6 +23,7 @@ import torch
 import torch.nn.functional as F
 import yaml
 from conftest import REPO
+from logncde_oracle import oracle_forward, oracle_increment
 from torch.func import jvp, vmap
 
 import ssmbench.models.logncde as logncde
@@ -220,17 +224,30 @@ def _reference_increment(vf: VectorField, y: torch.Tensor, logsig: torch.Tensor)
 
 
 @pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("hidden_dim", [3, 5])  # H < d = 4: the Jacobian form; else the push
 @pytest.mark.parametrize("vf_depth", [0, 1, 3])
 @pytest.mark.parametrize("depth", [1, 2])
-@pytest.mark.parametrize("dense", [True, False])
-def test_increment_is_the_references_jvp_lie_brackets(vf_depth, depth, dense, monkeypatch):
-    if not dense:
-        monkeypatch.setattr(logncde, "DENSE_AREAS_MAX", 0)  # the U - Uᵀ branch
+def test_increment_is_the_references_jvp_lie_brackets(vf_depth, depth, hidden_dim):
     torch.manual_seed(vf_depth)
-    vf = VectorField(5, 4, 6, vf_depth, scale=1.0).double()
-    y = torch.randn(3, 5, dtype=F64)
+    vf = VectorField(hidden_dim, 4, 6, vf_depth, scale=1.0).double()
+    assert vf.jacobian_form == (hidden_dim < 4)
+    y = torch.randn(3, hidden_dim, dtype=F64)
     ls = torch.randn(3, logsig_dim(4, depth), dtype=F64)
     torch.testing.assert_close(vf.increment(y, ls), _reference_increment(vf, y, ls))
+    torch.testing.assert_close(vf.increment(y, ls), oracle_increment(vf, y, ls))
+
+
+def test_stage_tables_hold_the_increments_and_the_area_matrix():
+    vf = VectorField(2, 4, 3, 1, scale=1.0).double()
+    ls = torch.randn(5, 7, logsig_dim(4, 2), dtype=F64)
+    table = vf.stage_tables(ls)
+    assert table.shape == (5, 7, 5, 4)
+    torch.testing.assert_close(table[..., 0, :], ls[..., :4])
+    lam_t = table[..., 1:, :]  # Λᵀ: Λ_ab = ℓ^{ab} for a < b, antisymmetric
+    torch.testing.assert_close(lam_t, -lam_t.transpose(-1, -2))
+    for m, (a, b) in enumerate(zip(*hall_pairs(4), strict=True)):
+        torch.testing.assert_close(lam_t[..., b, a], ls[..., 4 + m])
+    torch.testing.assert_close(vf.stage_tables(ls[..., :4]), ls[..., None, :4])  # depth 1
 
 
 def test_vector_field_layers_and_scale():
@@ -288,6 +305,66 @@ def small(C=3, K=4, L=40, **kw):
     return LogNCDEClassifier(C, K, L, **params)
 
 
+def _outputs_and_gradients(model, forward, x, steps, target):
+    """The output and the gradients of a loss in the parameters and in x."""
+    x = x.clone().requires_grad_()
+    out = forward(x, steps)
+    loss = (out * target).sum() + model.regulariser()
+    params = list(model.parameters())
+    return out.detach(), torch.autograd.grad(loss, [*params, x])
+
+
+@pytest.mark.parametrize("dtype", [F64, torch.float32], ids=["float64", "float32"])
+@pytest.mark.parametrize("dt0", [None, 0.03])
+@pytest.mark.parametrize("time_channel", [False, True])
+@pytest.mark.parametrize("depth", [1, 2])
+def test_fast_path_is_the_oracle(depth, time_channel, dt0, dtype):
+    """Outputs, parameter gradients and the input's gradient of the model (stage tables,
+    the Jacobian form or the push) equal the oracle's (per-tangent arithmetic): float64 to
+    1e-10, float32 to ~1e-5 relative. scale 1 so that the vector field is far from linear;
+    vf_depth 2 and 0 (M = I); H = 2 < d (the Jacobian form) and H = 8 > d (the push)."""
+    for vf_depth, hidden_dim in ((2, 2), (2, 8), (0, 2), (0, 8)):
+        gen = torch.Generator().manual_seed(vf_depth + 3 * depth + hidden_dim)
+        model = small(C=3, K=4, L=30, depth=depth, stepsize=4, vf_depth=vf_depth,
+                      hidden_dim=hidden_dim, time_channel=time_channel, dt0=dt0,
+                      lambd=0.1).to(dtype)  # fmt: skip
+        assert model.vf.jacobian_form == (hidden_dim < model.n_paths)
+        x = torch.randn(3, 3, 30, generator=gen, dtype=dtype)
+        steps = torch.rand(3, 30, generator=gen, dtype=dtype) + 0.5
+        target = torch.randn(3, 4, generator=gen, dtype=dtype)
+        out, grads = _outputs_and_gradients(model, model, x, steps, target)
+        ref, ref_grads = _outputs_and_gradients(model, partial(oracle_forward, model), x,
+                                                steps, target)  # fmt: skip
+        tight = dtype == F64
+        for got, want in zip([out, *grads], [ref, *ref_grads], strict=True):
+            scale = want.abs().max().item()
+            rtol = 1e-10 if tight else 1e-5
+            torch.testing.assert_close(got, want, rtol=rtol, atol=rtol * max(scale, 1e-3))
+
+
+def test_fast_path_is_the_oracle_per_step_and_at_motor_imagerys_width():
+    """per_step outputs and gradients, and a MotorImagery-like vector field (d = 64,
+    H = 16, w = 64, vf_depth 3, scale 1000) in float32, against the oracle."""
+    model = small(C=3, L=30, per_step=True, stepsize=3).double()
+    x, steps, target = torch.randn(2, 3, 30, dtype=F64), None, torch.randn(2, 30, 4, dtype=F64)
+    out, grads = _outputs_and_gradients(model, model, x, steps, target)
+    ref, ref_grads = _outputs_and_gradients(model, partial(oracle_forward, model), x, steps,
+                                            target)  # fmt: skip
+    for got, want in zip([out, *grads], [ref, *ref_grads], strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+    params = dict(DATASET_PARAMS["MotorImagery"], scale=ENTRY["scale"], dt0=0.05)
+    torch.manual_seed(0)
+    model = LogNCDEClassifier(64, 2, 160, **params)
+    gen = torch.Generator().manual_seed(0)
+    x = 17 * torch.randn(4, 64, 160, generator=gen)
+    target = torch.randn(4, 2, generator=gen)
+    out, grads = _outputs_and_gradients(model, model, x, None, target)
+    ref, ref_grads = _outputs_and_gradients(model, partial(oracle_forward, model), x, None,
+                                            target)  # fmt: skip
+    for got, want in zip([out, *grads], [ref, *ref_grads], strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5 * want.abs().max().item())
+
+
 @pytest.mark.parametrize("depth", [1, 2])
 def test_forward_shapes(depth):
     model = small(depth=depth).eval()
@@ -311,12 +388,12 @@ def test_per_step_reads_the_states_at_the_samples():
         torch.testing.assert_close(out[:, 0], model.head(model.initial(model.input_path(x)[:, 0])))
 
 
-def test_precomputed_area_matrices_change_nothing(monkeypatch):
+def test_precomputed_stage_tables_change_nothing(monkeypatch):
     model = small(C=3, stepsize=5).double()
     x = torch.randn(2, 3, 40, dtype=F64)
     loss = model(x).square().sum()
     grads = torch.autograd.grad(loss, list(model.parameters()))
-    monkeypatch.setattr(logncde, "PRECOMPUTED_AREAS_MAX", 0)  # Λ formed at every stage
+    monkeypatch.setattr(logncde, "PRECOMPUTED_TABLES_MAX", 0)  # tables formed at every stage
     model._logsig_cache.clear()
     loss2 = model(x).square().sum()
     torch.testing.assert_close(loss2, loss)

@@ -97,15 +97,47 @@ Deviations
   t_l = l / L, linear2 of h linearly interpolated between the Heun steps' states, no tanh.
   As in the reference's log-ODE, h(t) already holds the window of t, up to s - 1 samples
   ahead of l.
-* The depth-2 term is the reference's Jacobian-vector products contracted early (same
-  numbers, tests/test_logncde.py checks it against ``torch.func.jvp`` and the reference's
-  pair loop): Σ_{a<b} ℓ^{ab} (J_b f_a - J_a f_b) = Σ_b s_b ⊙ W_b (Σ_a Λ_ab g_a), Λ the
-  antisymmetric matrix of the areas, g_a the tangent f_a pushed through the hidden layers
-  (forward mode), W_b the last layer's rows of block b and s_b = 1 - f_b² (tanh'). The d
-  tangents share one matmul per hidden layer and the last layer is applied once instead of
-  d times (per stage: d (H w + (vf_depth - 1) w²) + d² w + d H w MACs, instead of d times the
-  MLP).
 * Random draws come from torch's generator (the reference's from JAX keys).
+
+Computation (``VectorField.stage``, once per Heun stage; B rows, w = vf_width)
+------------------------------------------------------------------------------
+The reference's depth-2 term is a vmapped Jacobian-vector product per pair of channels
+(LogNeuralCDEs.py:112-126). Here it is the same sum in closed form. With Λ the
+antisymmetric matrix of the areas (Λ_ab = ℓ^{ab}, Λ_ba = -ℓ^{ab}, a < b),
+    Σ_{a<b} ℓ^{ab} (J_b f_a - J_a f_b) = Σ_{a,b} Λ_ab J_b f_a = Σ_b J_b v_b,  v_b = Σ_a Λ_ab f_a,
+and f = tanh ∘ Linear ∘ (SiLU ∘ Linear)^n gives J_b = diag(1 - f_b²) W_b M, W_b the last
+layer's rows of block b and M = ∂a/∂h = diag(s_n) W_n ... diag(s_1) W_1 (w, H) the hidden
+layers' Jacobian (s_l = silu'(z_l); n = vf_depth, M = I for n = 0). Per stage:
+    a       the hidden layers (with s_l; with Mᵀ if H < d, below)                  (B, w)
+    f       tanh(Linear(a))                                                     (B, d, H)
+    [p ; v] = table @ f, table = [ℓ^1 ; Λᵀ] (``stage_tables``: formed for all windows
+            once per forward pass; one bmm for both levels)                 (B, 1 + d, H)
+    u_b     = M v_b                                                              (B, d, w)
+    out     = c (p + Σ_b (1 - f_b²) ⊙ W_b u_b), c = dt / |I|                       (B, H)
+M v_b is formed the cheaper way (``VectorField.jacobian_form``): H < d (Heartbeat,
+MotorImagery), Mᵀ (B, H, w) is pushed along the hidden layers (H tangents, one (B H, w) x
+(w, w) product per layer after the first) and applied to v in one bmm; otherwise
+(EigenWorms, SCP1, SCP2) the d vectors v_b go through the hidden layers ((B d, ·) x (·, w)
+products). Against the per-tangent form (the d tangents f_a pushed through the hidden
+layers, Λᵀ applied to them; tests/logncde_oracle.py, which tests/test_logncde.py holds
+this path to: outputs and gradients, float64 to 1e-10, float32 to 1e-5) that is, in MACs
+per row and stage, 0.40M against 0.99M on MotorImagery's configuration (d = 64, H = 16,
+w = 64, vf_depth 3), 1.0M against 2.9M on Heartbeat's, within 5% of it on the others
+(forward and backward, batch 32, 50 Heun steps: 0.46 s against 0.77 s on MotorImagery, 0.80 s
+against 1.86 s on Heartbeat, 0.10 s against 0.11 s on EigenWorms). Gradients are autograd's.
+
+Speed (benchmarks/bench_logncde_epoch.py, docs/benchmarks.md; 1 thread of a 2-core CPU
+shared with other work, float32, MotorImagery's shape and configuration, batch 32): a
+training epoch (264 rows in 9 batches, then the validation pass over 57 rows) takes 48 s
+against S5-logncde's 23 s (2.1x; random data) and 40 s against 23 s on the prepared
+MotorImagery (1.7x); the per-tangent form takes 85 s (3.7x S5-logncde's). The windows'
+log-signatures, 2.4-3.4 s for the 321 rows, are computed in the first epoch only (the
+cache). At batch 32 the stage's matrix products take ~60% of its time and the ~35 ops'
+dispatch (forward; about twice that backward) most of the rest: a batch of 4 rows costs
+~40% of a batch of 32. Measured and not used: a hand-written backward per stage (one
+autograd node instead of ~40) 7% faster, the same products; recomputing each Heun step in
+the backward (checkpointing) slower; ``torch.compile`` of the stage 19% faster per epoch
+after ~60 s of compilation (break-even after ~6 epochs), optional in the benchmark only.
 
 Parameter count (EigenWorms' repeat config: C = 6 + time, hidden_dim 128, vf_depth 2,
 vf_width 32, depth 2, stepsize 12, K = 5; ``param_count``)
@@ -123,9 +155,10 @@ MACs (``count_macs``; see ssmbench.complexity)
 ptflops' hooks count ``initial`` (linear1) and ``head`` (linear2). The Heun loop calls the
 vector field's layers functionally and the meta device skips the loop, so ``count_macs``
 adds them, as ptflops counts a Linear (rows x in x out + out per call), at each of the 2 N
-stages: that is ``convention="paper"``. ``"full"`` adds the per-stage tensor work: the
-activations, the depth-1 contraction d H, the log-signature's scaling, the depth-2 tangents
-and contraction (above) and the derivative products, 1 - f², and the Heun update (3 H).
+stages: that is ``convention="paper"``. ``"full"`` adds the per-stage tensor work of
+``VectorField.stage`` (above): the activations, table @ f ((1 + d) d H at depth 2, d H at
+depth 1), the scale, at depth 2 silu', Mᵀ, M v_b, W_b u_b and the products with 1 - f²,
+and the Heun update (3 H).
 """
 
 from __future__ import annotations
@@ -152,17 +185,17 @@ from .logsignature import (
 
 __all__ = ["LogNCDEClassifier", "VectorField", "param_count", "reference_time_channel"]
 
-#: Up to this many path channels the area matrix Λ is filled pairwise (faster for small d).
-DENSE_AREAS_MAX = 64
-#: The windows' area matrices (B, W, d, d) are formed once per forward pass up to this many
-#: elements (128 MB in float32; MotorImagery's 32 x 188 x 64²: 25M), else at every stage.
-PRECOMPUTED_AREAS_MAX = 2**25
+#: The windows' stage tables (W, B, 1 + d, d) are formed once per forward pass up to this many
+#: elements (128 MB in float32; MotorImagery's 188 x 32 x 65 x 64: 25M), else at every stage.
+PRECOMPUTED_TABLES_MAX = 2**25
 
 
 @lru_cache(maxsize=32)
-def _upper_flat_index(n_channels: int, device: torch.device) -> torch.Tensor:
+def _area_slots(n_channels: int, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Flat positions in a (1 + d, d) stage table of Λᵀ[b, a] = ℓ^{ab} and Λᵀ[a, b] = -ℓ^{ab}
+    (a < b in the Hall order; Λᵀ is rows 1..d)."""
     a, b = hall_pairs(n_channels)
-    return (a * n_channels + b).to(device)
+    return ((1 + b) * n_channels + a).to(device), ((1 + a) * n_channels + b).to(device)
 
 
 def reference_time_channel(
@@ -193,6 +226,9 @@ class VectorField(nn.Module):
             nn.Linear(i, o) for i, o in zip(sizes[:-1], sizes[1:], strict=True)
         )
         self.last = nn.Linear(sizes[-1], n_paths * hidden_dim)
+        #: M v_b through the Jacobian M (H tangents) when H < d, else the d vectors v_b
+        #: pushed through the hidden layers: whichever pushes fewer vectors
+        self.jacobian_form = hidden_dim < n_paths
         with torch.no_grad():
             for layer in self.linears():
                 layer.weight.div_(scale)
@@ -201,66 +237,102 @@ class VectorField(nn.Module):
     def linears(self) -> list[nn.Linear]:
         return [*self.hidden, self.last]
 
-    def _primal(self, y: torch.Tensor, keep: bool):
-        """f(y) as (B, d, H) and, with ``keep``, the hidden layers' SiLU derivatives."""
-        derivatives = []
-        a = y
-        for layer in self.hidden:  # F.linear: counted by count_macs, not by ptflops' hooks
-            z = F.linear(a, layer.weight, layer.bias)
-            a = F.silu(z)
-            if keep:
-                sig = torch.sigmoid(z)
-                derivatives.append(sig * (1 + z * (1 - sig)))  # silu'(z)
-        out = torch.tanh(F.linear(a, self.last.weight, self.last.bias))
-        return out.view(y.shape[0], self.n_paths, self.hidden_dim), derivatives
-
     def forward(self, y: torch.Tensor) -> torch.Tensor:
         """f(y) (B, d, H)."""
-        return self._primal(y, keep=False)[0]
+        a = y
+        for layer in self.hidden:  # F.linear: counted by count_macs, not by ptflops' hooks
+            a = F.silu(F.linear(a, layer.weight, layer.bias))
+        out = torch.tanh(F.linear(a, self.last.weight, self.last.bias))
+        return out.view(y.shape[0], self.n_paths, self.hidden_dim)
 
-    def area_matrices(self, areas: torch.Tensor) -> torch.Tensor:
-        """Λᵀ (..., d, d) of degree-2 coordinates (..., d(d - 1)/2): Λ_ab = ℓ^{ab},
-        Λ_ba = -ℓ^{ab} (a < b), so that (Λᵀ g)_b = Σ_a Λ_ab g_a."""
+    def hidden_layers(self, y: torch.Tensor, depth2: bool):
+        """The last hidden layer's activations a (B, w) and, for the depth-2 term, what
+        carries v_b to M v_b (M = ∂a/∂y = diag(s_n) W_n ... diag(s_1) W_1, s_l = silu'(z_l)):
+        with ``jacobian_form`` Mᵀ (B, H, w), the H unit tangents pushed along the layers,
+        else the slopes s_l (B, w) to push the d vectors v_b with (``_push``). No hidden
+        layer: a = y, M = I (None)."""
+        batch = y.shape[0]
+        a, m_t, slopes = y, None, []
+        for layer in self.hidden:
+            z = F.linear(a, layer.weight, layer.bias)  # (B, w)
+            if not depth2:
+                a = F.silu(z)
+                continue
+            sig = torch.sigmoid(z)
+            a = z * sig  # silu(z)
+            slope = torch.addcmul(sig, a, 1 - sig)  # silu'(z) = σ + z σ (1 - σ)  (B, w)
+            if not self.jacobian_form:
+                slopes.append(slope)
+            elif m_t is None:  # (diag(s_1) W_1)ᵀ  (B, H, w)
+                m_t = layer.weight.t() * slope[:, None, :]
+            else:  # (diag(s_l) W_l M)ᵀ: one (B H, w) x (w, w) product  (B, H, w)
+                pushed = m_t.reshape(-1, m_t.shape[-1]) @ layer.weight.t()
+                m_t = pushed.view(batch, self.hidden_dim, -1) * slope[:, None, :]
+        return a, (m_t if self.jacobian_form else slopes or None)
+
+    def _push(self, v: torch.Tensor, carry) -> torch.Tensor:
+        """M v_b (B, d, w) of v (B, d, H), ``carry`` from ``hidden_layers``."""
+        if carry is None:  # no hidden layer
+            return v
+        if self.jacobian_form:
+            return torch.bmm(v, carry)  # (B, d, H) x (B, H, w)
+        for layer, slope in zip(self.hidden, carry, strict=True):  # (B d, ·) x (·, w)
+            v = F.linear(v, layer.weight) * slope[:, None, :]
+        return v
+
+    def stage_tables(self, logsig: torch.Tensor) -> torch.Tensor:
+        """Stage tables (..., R, d) of log-signatures (..., D): depth 1, R = 1: ℓ^1; depth 2,
+        R = 1 + d: row 0 ℓ^1, rows 1..d Λᵀ, Λ the antisymmetric matrix of the areas
+        (Λ_ab = ℓ^{ab}, Λ_ba = -ℓ^{ab}, a < b), so that ``table @ f`` (f (d, H)) is
+        [Σ_a ℓ^a f_a ; v_1 .. v_d], v_b = Σ_a Λ_ab f_a."""
         d = self.n_paths
-        lead = areas.shape[:-1]
-        if d <= DENSE_AREAS_MAX:
-            a, b = hall_pairs(d)
-            lam_t = areas.new_zeros(*lead, d, d)
-            lam_t[..., b, a] = areas
-            lam_t[..., a, b] = -areas
-            return lam_t
-        # Λᵀ = Uᵀ - U, U the upper triangle: one scatter (3x faster at d = 1346)
-        upper = areas.new_zeros(*lead, d * d)
-        upper.index_copy_(-1, _upper_flat_index(d, areas.device), areas)
-        upper = upper.view(*lead, d, d)
-        return upper.transpose(-1, -2) - upper
+        if logsig.shape[-1] == d:
+            return logsig.unsqueeze(-2)
+        lead = logsig.shape[:-1]
+        table = logsig.new_zeros(*lead, (1 + d) * d)
+        table[..., :d] = logsig[..., :d]
+        lower, upper = _area_slots(d, logsig.device)
+        areas = logsig[..., d:]
+        table.index_copy_(-1, lower, areas)
+        table.index_copy_(-1, upper, -areas)
+        return table.view(*lead, 1 + d, d)
 
-    def increment(
+    def last_blocks(self) -> torch.Tensor:
+        """W_bᵀ (d, w, H): the last layer's rows of block b, transposed, contiguous."""
+        d, h = self.n_paths, self.hidden_dim
+        return self.last.weight.view(d, h, -1).transpose(1, 2).contiguous()
+
+    def stage(
         self,
         y: torch.Tensor,
-        logsig: torch.Tensor,
+        table: torch.Tensor,
         scale: float = 1.0,
-        lam_t: torch.Tensor | None = None,
+        blocks: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """scale (ℓ^1 · f(y) + Σ_{a<b} ℓ^{ab} [f_a, f_b](y)) for (B, H) states and (B, D)
-        log-signatures: the Log-ODE vector field times dt (LogNeuralCDEs.py:100-131) with
-        ``scale`` = dt / |I|. ``lam_t``: ``area_matrices`` of ``logsig``'s areas, if formed."""
-        d = self.n_paths
-        depth2 = logsig.shape[-1] > d
-        fields, derivatives = self._primal(y, keep=depth2)
-        level1 = logsig[:, None, :d] * scale
-        out = torch.bmm(level1, fields).squeeze(1)  # Σ_i ℓ^i f_i  (B, H)
-        if not depth2:
-            return out
-        g = fields  # the d tangents f_a, pushed forward through the hidden layers
-        for layer, derivative in zip(self.hidden, derivatives, strict=True):
-            g = F.linear(g, layer.weight) * derivative[:, None, :]
-        if lam_t is None:
-            lam_t = self.area_matrices(logsig[:, d:])
-        u = torch.bmm(lam_t, g) * scale  # u_b = Σ_a Λ_ab g_a  (B, d, w)
-        w_blocks = self.last.weight.view(d, self.hidden_dim, -1)  # W_b (d, H, w)
-        v = torch.einsum("bjw,jhw->bjh", u, w_blocks)  # W_b u_b
-        return out + ((1 - fields.square()) * v).sum(dim=1)  # Σ_b tanh'_b ⊙ W_b u_b
+        """scale (ℓ^1 · f(y) + Σ_{a<b} ℓ^{ab} [f_a, f_b](y)) for (B, H) states and (B, R, d)
+        ``stage_tables``: the Log-ODE vector field times dt (LogNeuralCDEs.py:100-131) with
+        ``scale`` = dt / |I|. The brackets' sum is Σ_b J_b v_b with J_b = diag(1 - f_b²) W_b M
+        (the module docstring). ``blocks``: ``last_blocks()``, if formed (once per pass)."""
+        batch, d, h = y.shape[0], self.n_paths, self.hidden_dim
+        depth2 = table.shape[-2] > 1
+        a, carry = self.hidden_layers(y, depth2)
+        fields = torch.tanh(F.linear(a, self.last.weight, self.last.bias)).view(batch, d, h)
+        rows = torch.bmm(table, fields)  # [Σ_a ℓ^a f_a ; v_1 .. v_d]  (B, R, H)
+        out = rows[:, 0]  # (B, H)
+        if depth2:
+            v = rows[:, 1:]  # v_b = Σ_a Λ_ab f_a  (B, d, H)
+            u = self._push(v, carry)  # M v_b  (B, d, w)
+            u = u.transpose(0, 1).contiguous()  # block-major  (d, B, w)
+            if blocks is None:
+                blocks = self.last_blocks()
+            r = torch.bmm(u, blocks)  # W_b M v_b, block-major  (d, B, H)
+            tangent = 1 - fields * fields  # tanh' of block b  (B, d, H)
+            out = out + (tangent * r.transpose(0, 1)).sum(dim=1)
+        return out * scale
+
+    def increment(self, y: torch.Tensor, logsig: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        """``stage`` of (B, D) log-signatures: scale times the Log-ODE vector field at y."""
+        return self.stage(y, self.stage_tables(logsig), scale)
 
 
 class LogNCDEClassifier(SequenceClassifier):
@@ -375,16 +447,19 @@ class LogNCDEClassifier(SequenceClassifier):
                 return self.head(h0)
             return self.head(h0.unsqueeze(1).expand(batch, length, self.hidden_dim))
 
-        # the windows' Λᵀ once (no grad; every stage's bmm saves a view of it), unless large
-        lam_all = None
-        n_win, d = logsig.shape[1], self.n_paths
-        if self.depth == 2 and batch * n_win * d * d <= PRECOMPUTED_AREAS_MAX:
-            lam_all = self.vf.area_matrices(logsig[..., d:])  # (B, W, d, d)
+        # once per forward pass: the windows' stage tables [ℓ^1 ; Λᵀ], window-major so that a
+        # stage reads a contiguous (B, R, d) (unless large: then per stage; no grad, every
+        # stage's bmm saves a view), and the last layer's blocks W_bᵀ (d, w, H)
+        n_win, rows = logsig.shape[1], (1 + self.n_paths if self.depth == 2 else 1)
+        tables = None
+        if batch * n_win * rows * self.n_paths <= PRECOMPUTED_TABLES_MAX:
+            tables = self.vf.stage_tables(logsig.transpose(0, 1)).contiguous()  # (W, B, R, d)
+        blocks = self.vf.last_blocks() if self.depth == 2 else None
 
         def step_fn(j: int, stage: int, y: torch.Tensor, c: float) -> torch.Tensor:
             k = stages[j][stage]
-            lam_t = None if lam_all is None else lam_all[:, k]
-            return self.vf.increment(y, logsig[:, k], c, lam_t)
+            table = self.vf.stage_tables(logsig[:, k]) if tables is None else tables[k]
+            return self.vf.stage(y, table, c, blocks)
 
         states = [h0] if self.per_step else None
         h = heun(step_fn, h0, plan.coefficients, states)
@@ -436,14 +511,20 @@ class LogNCDEClassifier(SequenceClassifier):
             return stages * per_stage
         widths = [layer.out_features for layer in self.vf.hidden]
         last_in = widths[-1] if widths else h
-        # SiLU and tanh, ℓ^1's scaling, Σ_i ℓ^i f_i, the Heun update
-        work = sum(widths) + d * h + d + d * h + 3 * h
+        rows = 1 + d if self.depth == 2 else 1
+        # SiLU and tanh, table @ f (Σ_i ℓ^i f_i; depth 2: v = Λᵀ f), the scale, the Heun update
+        work = sum(widths) + d * h + rows * d * h + h + 3 * h
         if self.depth == 2:
+            work += 3 * sum(widths)  # silu'(z) = σ + a (1 - σ)
             fan_in = [h, *widths[:-1]]
-            work += sum(3 * o for o in widths)  # silu'(z)
-            work += sum(d * i * o + d * o for i, o in zip(fan_in, widths, strict=True))  # tangents
-            work += d * d * last_in + d * last_in  # u_b = Σ_a Λ_ab g_a, its scaling
-            work += d * h * last_in  # W_b u_b
+            if widths and self.vf.jacobian_form:  # Mᵀ: diag(s_1) W_1, (B H, w) x (w, w)
+                work += h * widths[0] + sum(
+                    h * i * o + h * o for i, o in zip(fan_in[1:], widths[1:], strict=True)
+                )
+                work += d * h * last_in  # u_b = M v_b
+            else:  # u_b = M v_b: the d vectors through the hidden layers
+                work += sum(d * i * o + d * o for i, o in zip(fan_in, widths, strict=True))
+            work += d * last_in * h  # W_b u_b
             work += 3 * d * h  # 1 - f², the product, Σ_b
         return stages * (per_stage + batch * work)
 
