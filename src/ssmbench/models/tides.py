@@ -121,15 +121,27 @@ Deviations
   use none of them).
 * Implementation, same function: the parallel mode never forms the input-dependent B_t, C_t
   (rank >= 0; the reference forms all (L, S, H) of them per sample). B_t = reshape(W z_t +
-  b) is affine in the rank-r code z_t, so B_t u_t = b u_t + W (u_t ⊗ z_t), Re(C_t h_t)
-  likewise, and the RMS of each column of B_t (row of C_t) is a quadratic form in z_t
-  through the (r, r) Gram matrices of W: per step O(H r) memory instead of O(S H), and
-  EigenWorms' forward pass ~3.5x faster on CPU. Agrees with the reference to 1e-16 in
-  float64 and ~1e-7 (relative) in float32. The recurrent and step modes form B_t, C_t (the
-  reference's arithmetic); the tests hold the two modes equal. The work is split into
-  chunks of time steps (``CHUNK_ELEMENTS``, checkpointed when there are several) to bound
-  memory; the batch is not vmapped. 2 Re(C h) (conj_sym, LTI) scales the C h term only, as
-  in the reference.
+  b) is affine in the rank-r code z_t, so B_t u_t = (ẑ_t ⊗ u_t) W' with ẑ_t = [z_t, 1] and
+  W' holding W and b, Re(C_t h_t) likewise, and the RMS of each column of B_t (row of C_t)
+  is a quadratic form in ẑ_t through the (r + 1, r + 1) Gram matrices of [W, b]: per step
+  O(H r) memory instead of O(S H), the products over blocks of 512 steps on CPU so that
+  their (r + 1) H intermediates stay in the cache (``tides_ssm.py``). The recurrence runs
+  time first, by a chunked scan with a closed-form adjoint backward, Λ̄ and B̄u in real
+  arithmetic with a closed-form backward (``tides_scan.py``). A sequence whose widest
+  intermediate exceeds ``WHOLE_ELEMENTS`` numbers runs in chunks of time steps
+  (``CHUNK_ELEMENTS``), each from the state the previous one ended in, checkpointed; its
+  block then recomputes the pointwise rest (GELU, dropout, GLU) in the backward pass too.
+  The batch is not vmapped. Held to a step-by-step reference written from the parameters
+  (tests/test_tides_fast_scan.py: every option, Δ = 0 steps and padded tails, outputs and
+  gradients) to float64 rounding, and within 2e-4 in float32. The recurrent and step modes
+  form B_t, C_t (the reference's arithmetic). Measured (``benchmarks/bench_tides_step.py``,
+  1 torch thread of the 2-core development CPU, docs/benchmarks.md): a training step of the
+  TIDES entry takes 3.4, 3.7 and 6.3 s at (B, C, L) = (256, 9, 256), (64, 3, 1,000) and
+  (32, 64, 3,000), 2.7–3.0x S5's at the same width and state size; the six (B L) x (H r)
+  x (S c) matrix products per layer of the projected B_t, C_t alone take 1.0–1.3x S5's whole
+  step there (so at this CPU's matrix-product rate the ratio stays above 2.0–2.3). At
+  EigenWorms' shape (32, 6, 17,984) a step peaks at 2.9 GiB RSS. 2 Re(C h) (conj_sym, LTI)
+  scales the C h term only, as in the reference.
 * Δ = 0 (padding) carries the state (Λ̄ = 1, B̄ = 0) for TIDES and S5; MambaS's step does
   not depend on Δt that way (its Δ is a function of [z_t, Δt_t]).
 * TIDES ``mask_channels`` (off in every configuration here): the observation mask M as C
@@ -161,6 +173,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
 
 from .frame import SequenceClassifier, optional_dropout, with_time_channel
 from .tides_scan import DISCRETIZATIONS
@@ -271,8 +284,16 @@ class TIDESBlock(nn.Module):
 
     def forward(self, x: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
         z = self.norm(x.transpose(1, 2)).transpose(1, 2)  # over B and L, per channel
-        z = self.dropout(F.gelu(self.ssm(z, steps)))
-        return x + self.dropout(self.glu(z))
+        y = self.ssm(z, steps)
+        if torch.is_grad_enabled() and not self.ssm.recurrent and self.ssm.chunked(*x.shape[:2]):
+            # an input the layer splits into chunks: the pointwise rest of the block is
+            # recomputed in the backward pass too (its ~7 (B, L, H) intermediates are not
+            # kept; the dropout masks are redrawn from the saved RNG state, the same)
+            return checkpoint(self._rest, x, y, use_reentrant=False)
+        return self._rest(x, y)
+
+    def _rest(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x + self.dropout(self.glu(self.dropout(F.gelu(y))))
 
 
 class _TimeAwareSSMClassifier(SequenceClassifier):

@@ -1,6 +1,15 @@
 """The TIDES layer (``TIDESSSM``) and its parts: the HiPPO (DPLR) initialisation, the Re Λ
 maps, the GLU encoder, the low-rank B/C heads and the RMSNorms. The classifiers built of it,
-and the sources, facts and deviations of the whole family, are in ``tides.py``."""
+and the sources, facts and deviations of the whole family, are in ``tides.py``.
+
+The parallel mode (``TIDESSSM.forward``) runs time first, (L, B, ...): the per-step
+quantities of a chunk of steps, (Λ̄, B̄u) by ``tides_scan.zoh_elements``, the recurrence by
+``tides_scan.linear_scan`` from the state the previous chunk ended in, the readout; the whole
+sequence is one chunk up to WHOLE_ELEMENTS, above it chunks of CHUNK_ELEMENTS run under
+checkpointing. The projected B_t, C_t are never formed: their products (the drive, the
+readout, the RMS of their columns and rows) are autograd Functions over blocks of
+TOKEN_BLOCK tokens (below, "the factored products"). The recurrent and step modes form
+every B_t, C_t and run the recurrence step by step (the reference's arithmetic)."""
 
 from __future__ import annotations
 
@@ -12,7 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from .tides_scan import DISCRETIZATIONS, discretize, parallel_scan, recurrent_scan
+from .tides_scan import DISCRETIZATIONS, discretize, linear_scan, recurrent_scan, zoh_elements
 
 #: the values of the string hyperparameters (``CHOICES``; the constructor checks them too)
 MODES = ("lti", "input_dependent")
@@ -165,10 +174,10 @@ class FieldRMSNorm(nn.Module):
 
     def forward(self, z: torch.Tensor, dim: int) -> torch.Tensor:
         # z (..., size, ..., c); dim < -1 counts from the end of the numbers' real view
-        power = z.square().sum(-1, keepdim=True)  # |z|²
-        rms = torch.sqrt(power.mean(dim=dim, keepdim=True) + _EPS)
+        power = z.square() if z.size(-1) == 1 else z.square().sum(-1, keepdim=True)  # |z|²
+        inv_rms = 1 / torch.sqrt(power.mean(dim=dim, keepdim=True) + _EPS)
         weight = self.weight.reshape(-1, *([1] * (-dim - 1)))  # along ``dim``
-        return z / rms * weight
+        return z * inv_rms * weight
 
 
 def _init_last(head: GluEncoder | LowRankHead, bias: np.ndarray, proj_init: str) -> None:
@@ -181,14 +190,161 @@ def _init_last(head: GluEncoder | LowRankHead, bias: np.ndarray, proj_init: str)
         head.last.bias.copy_(torch.as_tensor(np.asarray(bias).reshape(-1), dtype=torch.float32))
 
 
+# --- the factored products of the projected B_t, C_t ----------------------------------------
+# Per token n, with ẑ_n = [z_n, 1] (r + 1 numbers): the drive (ẑ_n ⊗ u_n) W, the readout
+# sum_k ẑ_n[k] (x_n W)[k, h] and the quadratic forms ẑ_n^T G_h ẑ_n (the RMS of B_t's columns
+# and C_t's rows). The (r + 1, H) intermediates are k-major (their sums over k are then
+# batched (1, r + 1) x (r + 1, H) products, over H row sums). Each runs over blocks of
+# ``block`` tokens (None: all at once), so that the (block, (r + 1) H) intermediates stay in
+# the cache, and keeps only its inputs: the backward recomputes ẑ ⊗ u, x W and ẑ ⊗ ẑ per
+# block (the readout's x W costs one more (m, (r + 1) H) product per token; keeping it would
+# hold (N, (r + 1) H) numbers per layer until the backward).
+
+
+def _with_one(z: torch.Tensor) -> torch.Tensor:
+    return torch.cat([z, z.new_ones(z.size(0), 1)], dim=1)  # (N, r + 1)
+
+
+def _blocks(n: int, block: int | None) -> list[slice]:
+    block = block or n
+    return [slice(s, s + block) for s in range(0, n, block)]
+
+
+class _DriveProducts(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, u, z, W, block):
+        # u (N, H), z (N, r), W ((r + 1) H, m) -> (N, m)
+        zb = _with_one(z)
+        out = u.new_empty(u.size(0), W.size(1))
+        for rows in _blocks(u.size(0), block):
+            zu = zb[rows].unsqueeze(-1) * u[rows].unsqueeze(1)  # (n, r + 1, H)
+            torch.mm(zu.view(zu.size(0), -1), W, out=out[rows])
+        ctx.block = block
+        ctx.save_for_backward(u, zb, W)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        u, zb, W = ctx.saved_tensors
+        grad = grad.contiguous()
+        grad_u, grad_zb, grad_W = torch.empty_like(u), torch.empty_like(zb), torch.zeros_like(W)
+        for rows in _blocks(u.size(0), ctx.block):
+            zu = zb[rows].unsqueeze(-1) * u[rows].unsqueeze(1)  # (n, r + 1, H)
+            grad_W.addmm_(zu.view(zu.size(0), -1).T, grad[rows])
+            g_zu = (grad[rows] @ W.T).view_as(zu)
+            torch.bmm(zb[rows].unsqueeze(1), g_zu, out=grad_u[rows].unsqueeze(1))
+            torch.sum(g_zu * u[rows].unsqueeze(1), dim=-1, out=grad_zb[rows])
+        return grad_u, grad_zb[:, :-1], grad_W, None
+
+
+class _ReadoutProducts(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, z, W, block):
+        # x (N, m), z (N, r), W (m, (r + 1) H) -> (N, H)
+        zb = _with_one(z)
+        k = zb.size(1)
+        y = x.new_empty(x.size(0), W.size(1) // k)
+        for rows in _blocks(x.size(0), block):
+            q = (x[rows] @ W).view(-1, k, y.size(1))  # (n, r + 1, H)
+            torch.bmm(zb[rows].unsqueeze(1), q, out=y[rows].unsqueeze(1))
+        ctx.block = block
+        ctx.save_for_backward(x, zb, W)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, zb, W = ctx.saved_tensors
+        grad = grad.contiguous()
+        grad_x, grad_zb, grad_W = torch.empty_like(x), torch.empty_like(zb), torch.zeros_like(W)
+        H, k = grad.size(1), zb.size(1)
+        for rows in _blocks(x.size(0), ctx.block):
+            g_q = zb[rows].unsqueeze(-1) * grad[rows].unsqueeze(1)  # (n, r + 1, H)
+            g_q = g_q.view(g_q.size(0), -1)
+            torch.mm(g_q, W.T, out=grad_x[rows])
+            grad_W.addmm_(x[rows].T, g_q)
+            q = (x[rows] @ W).view(-1, k, H)  # recomputed: keeping it costs (N, (r + 1) H)
+            torch.sum(q * grad[rows].unsqueeze(1), dim=-1, out=grad_zb[rows])
+        return grad_x, grad_zb[:, :-1], grad_W, None
+
+
+class _QuadraticForms(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, z, G, block):
+        # z (N, r), G (H, (r + 1)²) -> (N, H): ẑ_n^T G_h ẑ_n, ẑ = [z, 1]
+        zb = _with_one(z)
+        out = z.new_empty(z.size(0), G.size(0))
+        for rows in _blocks(z.size(0), block):
+            zz = zb[rows].unsqueeze(-1) * zb[rows].unsqueeze(1)  # (n, r + 1, r + 1)
+            torch.mm(zz.view(zz.size(0), -1), G.T, out=out[rows])
+        ctx.block = block
+        ctx.save_for_backward(zb, G)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        zb, G = ctx.saved_tensors
+        grad = grad.contiguous()
+        grad_zb, grad_G = torch.empty_like(zb), torch.zeros_like(G)
+        k = zb.size(1)
+        for rows in _blocks(zb.size(0), ctx.block):
+            zz = zb[rows].unsqueeze(-1) * zb[rows].unsqueeze(1)
+            grad_G.addmm_(grad[rows].T, zz.view(zz.size(0), -1))
+            g_zz = (grad[rows] @ G).view(-1, k, k)
+            g_zz = g_zz + g_zz.transpose(1, 2)  # ∂(ẑ^T M ẑ)/∂ẑ = (M + M^T) ẑ
+            torch.bmm(g_zz, zb[rows].unsqueeze(-1), out=grad_zb[rows].unsqueeze(-1))
+        return grad_zb[:, :-1], grad_G, None
+
+
+def _drive_products(u, z, W, block: int | None) -> torch.Tensor:
+    """([z_n, 1] ⊗ u_n) W for every token: u (N, H), z (N, r), W ((r + 1) H, m) -> (N, m)."""
+    return _DriveProducts.apply(u.contiguous(), z.contiguous(), W.contiguous(), block)
+
+
+def _quadratic_forms(z, G, block: int | None) -> torch.Tensor:
+    """[z_n, 1]^T G_h [z_n, 1] for every token and h: z (N, r), G (H, (r + 1)²) -> (N, H)."""
+    return _QuadraticForms.apply(z.contiguous(), G.contiguous(), block)
+
+
+def _readout_products(x, z, W, block: int | None) -> torch.Tensor:
+    """sum_k [z_n, 1][k] (x_n W)[k, h] for every token: x (N, m), z (N, r),
+    W (m, (r + 1) H) -> (N, H)."""
+    return _ReadoutProducts.apply(x.contiguous(), z.contiguous(), W.contiguous(), block)
+
+
+class _WriteSteps(torch.autograd.Function):
+    """out[:, start : start + T] = y (T, B, H) time first, in place in out (B, L, H); the
+    backward hands y its rows of the gradient (views) and out the whole gradient. Only for
+    filling an uninitialised buffer (not requiring a gradient) with disjoint row blocks:
+    the gradient of rows a later block overwrote then reaches nothing."""
+
+    @staticmethod
+    def forward(ctx, out, y, start):
+        ctx.rows = slice(start, start + y.size(0))
+        out[:, ctx.rows].copy_(y.transpose(0, 1))
+        ctx.mark_dirty(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad[:, ctx.rows].transpose(0, 1), None
+
+
 # --- the layer --------------------------------------------------------------------------------
 
 
 class TIDESSSM(nn.Module):
     """(B, L, H) inputs and (B, L) steps -> (B, L, H); see the module docstring."""
 
-    #: the projected B_t / C_t work (rank >= 0) holds this many numbers at a time at most
-    CHUNK_ELEMENTS = 2**24
+    #: the parallel mode runs the whole sequence at once while its widest intermediate (the
+    #: (B, L, H r) products of the projected B_t / C_t, or the (B, L, S) complex elements)
+    #: holds at most this many numbers (256 MiB of float32) ...
+    WHOLE_ELEMENTS = 2**26
+    #: ... and above, chunks of time steps whose widest intermediate holds this many at most
+    #: (16 MiB), checkpointed
+    CHUNK_ELEMENTS = 2**22
+    #: tokens per block of the projected B_t / C_t products on CPU (their ((r + 1) H)
+    #: intermediates then stay in the cache); other devices: all at once
+    TOKEN_BLOCK = 512
     #: the static SSM leaves (those a mode keeps LTI): the TIDES reference's "ssm" group
     #: (train.optim, param_groups: tides: lr without weight decay)
     CORE_PARAMETERS = ("Lambda_re", "Lambda_im", "B", "C")
@@ -372,164 +528,211 @@ class TIDESSSM(nn.Module):
         return torch.cat([p for d in parts for p in (d, d * self._conj_sign(d))], dim=1)
 
     # --- per-step quantities ------------------------------------------------------------------
+    # Layout-agnostic: u (..., H), steps (...), the time axis wherever the caller has it (the
+    # parallel mode runs time first, (L, B, ...); the recurrent and step modes (B, 1, ...)).
 
-    def _lambda(self, u: torch.Tensor) -> torch.Tensor:
-        """Λ: (S,) static, or (B, L, S) input-dependent; complex (real with real_lambda)."""
+    def _lambda_parts(self, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """(Re Λ, Im Λ), each (S,) static or (..., S) input-dependent, real; Im Λ None with
+        real_lambda."""
         if self.lambda_re_mode == "lti":
             re = lambda_re_map(self.Lambda_re, self.lambda_re_map, self.clip_eigs)  # (n,)
             re = torch.cat([re, re]) if self.expand_conj else re
         else:
-            raw = self.lambda_re_proj(u)  # (B, L, S)
+            raw = self.lambda_re_proj(u)  # (..., S)
             if self.lambda_re_norm is not None:
                 raw = self.lambda_re_norm(raw.unsqueeze(-1), dim=-2).squeeze(-1)
             re = lambda_re_map(raw, self.lambda_re_map, self.clip_eigs)
         if self.real:
-            return re
+            return re, None
         if self.lambda_im_mode == "lti":
             im = self.Lambda_im  # (n,)
             im = torch.cat([im, -im]) if self.expand_conj else im
         else:
-            im = self.lambda_im_proj(u)  # (B, L, S)
+            im = self.lambda_im_proj(u)  # (..., S)
             if self.lambda_im_norm is not None:
                 im = self.lambda_im_norm(im.unsqueeze(-1), dim=-2).squeeze(-1)
-        return torch.complex(*torch.broadcast_tensors(re, im))
+        return re, im
+
+    def _lambda(self, u: torch.Tensor) -> torch.Tensor:
+        """Λ: (S,) static, or (..., S) input-dependent; complex (real with real_lambda)."""
+        re, im = self._lambda_parts(u)
+        return re if im is None else torch.complex(*torch.broadcast_tensors(re, im))
 
     def _delta(self, u: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
-        """Δ (B, L, S): the physical step times each state's learnt scale (MambaS: a
+        """Δ (..., S): the physical step times each state's learnt scale (MambaS: a
         projection of [z_t, Δt_t])."""
         if self.step_mode == "input_dependent":
             return F.softplus(self.step_proj(torch.cat([u, steps.unsqueeze(-1)], dim=-1)))
         scale = torch.exp(self.log_step)  # (n,)
         scale = torch.cat([scale, scale]) if self.expand_conj else scale
-        return steps.unsqueeze(-1) * scale  # (B, L, S)
+        return steps.unsqueeze(-1) * scale  # (..., S)
 
     def _scales(self, head: LowRankHead, norm: FieldRMSNorm | None, u: torch.Tensor):
-        """Per-state modulation (rank < 0): (B, L, m) complex (real), m = S or dirs S."""
-        z = head(u).unflatten(-1, (-1, self.c))  # (B, L, m, c)
+        """Per-state modulation (rank < 0): (..., m) complex (real), m = S or dirs S."""
+        z = head(u).unflatten(-1, (-1, self.c))  # (..., m, c)
         return self._field(norm(z, dim=-2) if norm is not None else z)
 
     # --- projected B_t, C_t (rank >= 0) -----------------------------------------------------
     # B_t = reshape(W z_t + b), z_t = down(u_t) (u_t itself for rank 0), is affine in z_t: so
     # B_t u_t, Re(C_t x_t) and the RMS of B_t's columns and C_t's rows (quadratic forms in
     # z_t, through the small Gram matrices of W) follow from W and b without forming each
-    # step's (S, H) matrices ("factored"). The recurrent and step modes form them
+    # step's (S, H) matrices ("factored": per step two (r + 1) H x (S c) products, blocks of
+    # steps at once, the functions above). The recurrent and step modes form them
     # ("materialised", the reference's arithmetic); the tests hold the two equal.
 
     @staticmethod
     def _code(head: LowRankHead, u: torch.Tensor) -> torch.Tensor:
-        return head.down(u) if head.down is not None else u  # (B, T, r)
+        return head.down(u) if head.down is not None else u  # (..., r)
 
-    @staticmethod
-    def _row_power(W: torch.Tensor, bias: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        """sum_m (W[h, m] . z + bias[h, m])² for every h: W (H, m, r), bias (H, m), z (B, T, r)
-        -> (B, T, H)."""
-        gram = torch.einsum("hmk,hml->hkl", W, W)  # (H, r, r)
-        cross = torch.einsum("hmk,hm->hk", W, bias)  # (H, r)
-        quad = torch.einsum("btk,hkl,btl->bth", z, gram, z)
+    def _row_power(self, W: torch.Tensor, bias: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """sum_m (W[h, m] . z + bias[h, m])² for every h: W (H, m, r), bias (H, m), z (..., r)
+        -> (..., H). With ẑ = [z, 1] and Ŵ = [W, bias] it is ẑ^T (Ŵ^T Ŵ) ẑ: the products of
+        (ẑ ⊗ ẑ) ((r + 1)² numbers per step) with the H Gram matrices."""
+        Wb = torch.cat([W, bias.unsqueeze(-1)], dim=-1)  # (H, m, r + 1)
+        gram = torch.einsum("hmk,hml->hkl", Wb, Wb).flatten(1)  # (H, (r + 1)²)
+        r = z.size(-1)
+        power = _quadratic_forms(z.reshape(-1, r), gram, self._token_block(z))
         # a sum of squares: only rounding can take it below 0
-        return torch.clamp(quad + 2 * z @ cross.T + bias.square().sum(-1), min=0)
+        return torch.clamp(power, min=0).view(*z.shape[:-1], -1)
+
+    def _token_block(self, u: torch.Tensor) -> int | None:
+        """Tokens per block of the factored products: TOKEN_BLOCK on CPU, one block else."""
+        return self.TOKEN_BLOCK if u.device.type == "cpu" else None
 
     def _drive_factored(self, u: torch.Tensor) -> torch.Tensor:
-        """B_t u_t, B_t projected: u (B, T, H) -> (B, T, S)."""
+        """B_t u_t, B_t projected: u (..., H) -> (..., S)."""
         S, H, c = self.S, self.d_model, self.c
-        z = self._code(self.b_proj, u)  # (B, T, r)
+        z = self._code(self.b_proj, u)  # (..., r)
         r = z.size(-1)
         W = self.b_proj.up.weight.view(S, H, c, r)
         bias = self.b_proj.up.bias.view(S, H, c)
+        # B_t u_t = sum_{h, k} W[s, h, k] z_k u_h + sum_h bias[s, h] u_h = (ẑ ⊗ u) W', with
+        # ẑ = [z, 1] and W' ((r + 1) H, S c) holding W and the bias
+        W_all = torch.cat(
+            [W.permute(3, 1, 0, 2).reshape(r, H, S * c), bias.permute(1, 0, 2).reshape(1, H, -1)]
+        ).view((r + 1) * H, S * c)
         if self.b_norm is not None:  # each input column h over the S states
             power = self._row_power(
                 W.transpose(0, 1).reshape(H, S * c, r), bias.transpose(0, 1).reshape(H, S * c), z
             )
-            u = u / torch.sqrt(power / S + _EPS)  # (B, T, H): the column's 1/RMS on its input
-        # sum_h bias[s, h] u_h + sum_{h, k} W[s, h, k] u_h z_k
-        out = u @ bias.permute(1, 0, 2).reshape(H, S * c)
-        out = out + (u.unsqueeze(-1) * z.unsqueeze(-2)).flatten(-2) @ W.permute(1, 3, 0, 2).reshape(
-            H * r, S * c
-        )
-        out = out.unflatten(-1, (S, c))  # (B, T, S, c)
-        if self.b_norm is not None:
-            out = out * self.b_norm.weight.unsqueeze(-1)
-        return self._field(out)
+            u = u * torch.rsqrt(power / S + _EPS)  # (..., H): the column's 1/RMS on its input
+            W_all = W_all * self.b_norm.weight.repeat_interleave(c)  # the norm's weight
+        out = _drive_products(u.reshape(-1, H), z.reshape(-1, r), W_all, self._token_block(u))
+        return self._field(out.view(*u.shape[:-1], S, c))
 
     def _readout_factored(self, u: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """Re(C_t x_t), C_t projected: u (B, T, H), x (B, T, dirs S) -> (B, T, H)."""
+        """Re(C_t x_t), C_t projected: u (..., H), x (..., dirs S) -> (..., H)."""
         H, dS, c = self.d_model, self.dirs * self.S, self.c
-        z = self._code(self.c_proj, u)  # (B, T, r)
+        z = self._code(self.c_proj, u)  # (..., r)
         r = z.size(-1)
         W = self.c_proj.up.weight.view(H, dS, c, r)
         bias = self.c_proj.up.bias.view(H, dS, c)
+        # Re(C x) = sum over (s, c) of C[h, s, c] x̂[s, c], x̂ = (Re x, Im x), C's imaginary
+        # part negated; the norm's weight (per state) folded into C's columns; as x̂ W' ẑ with
+        # W' (dS c, (r + 1) H) holding W and the bias, ẑ = [z, 1]
+        sign = self._conj_sign(W)  # (c,)
         if self.c_norm is not None:
-            x = x * self.c_norm.weight
-        # Re(C x) = sum over (s, c) of C[h, s, c] x̂[s, c], x̂ = (Re x, -Im x)
-        xs = (self._view(x) * self._conj_sign(W)).flatten(-2)  # (B, T, dS c)
-        y = xs @ bias.reshape(H, dS * c).T  # (B, T, H)
-        q = (xs @ W.permute(1, 2, 0, 3).reshape(dS * c, H * r)).unflatten(-1, (H, r))
-        y = y + (q * z.unsqueeze(-2)).sum(-1)
+            sign = self.c_norm.weight.unsqueeze(-1) * sign  # (dS, c)
+        W_all = torch.cat(
+            [
+                (W * sign.unsqueeze(-1)).permute(1, 2, 3, 0).reshape(dS * c, r, H),
+                (bias * sign).permute(1, 2, 0).reshape(dS * c, 1, H),
+            ],
+            dim=1,
+        ).view(dS * c, (r + 1) * H)
+        xs = self._view(x).reshape(-1, dS * c)  # (N, dS c), a view of x
+        y = _readout_products(xs, z.reshape(-1, r), W_all, self._token_block(u))
+        y = y.view(*x.shape[:-1], H)
         if self.c_norm is not None:  # each output row h over the states
             power = self._row_power(W.reshape(H, dS * c, r), bias.reshape(H, dS * c), z)
-            y = y / torch.sqrt(power / dS + _EPS)
+            y = y * torch.rsqrt(power / dS + _EPS)
         return y
 
     def _drive_materialised(self, u: torch.Tensor) -> torch.Tensor:
-        """B_t u_t from the formed B_t (B, T, S, H): the reference's arithmetic."""
-        Bt = self.b_proj(u).unflatten(-1, (self.S, self.d_model, self.c))  # (B, T, S, H, c)
+        """B_t u_t from the formed B_t (..., S, H): the reference's arithmetic."""
+        Bt = self.b_proj(u).unflatten(-1, (self.S, self.d_model, self.c))  # (..., S, H, c)
         if self.b_norm is not None:
             Bt = self.b_norm(Bt, dim=-3)  # each input column over the S states
-        return self._field(torch.einsum("btshc,bth->btsc", Bt, u))
+        return self._field(torch.einsum("...shc,...h->...sc", Bt, u))
 
     def _readout_materialised(self, u: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-        """Re(C_t x_t) from the formed C_t (B, T, H, dirs S)."""
+        """Re(C_t x_t) from the formed C_t (..., H, dirs S)."""
         Ct = self.c_proj(u).unflatten(-1, (self.d_model, self.dirs * self.S, self.c))
         if self.c_norm is not None:
             Ct = self.c_norm(Ct, dim=-2)  # each output row over the states
         # Re(C x) = C_re x_re - C_im x_im
-        return torch.einsum("bthsc,btsc->bth", Ct * self._conj_sign(Ct), self._view(x))
+        return torch.einsum("...hsc,...sc->...h", Ct * self._conj_sign(Ct), self._view(x))
 
     def _projected_bc(self) -> bool:
         return self.bc_mode == "input_dependent" and self.rank >= 0
 
     def _drive(self, u: torch.Tensor, materialise: bool = False) -> torch.Tensor:
-        """B_t u_t: (B, L, H) -> (B, L, S) complex (real)."""
+        """B_t u_t: (..., H) -> (..., S) complex (real)."""
         if self._projected_bc():
-            fn = self._drive_materialised if materialise else self._drive_factored
-            return self._chunked(fn, u)
-        bu = self._field(torch.einsum("blh,shc->blsc", u, self._static_B()))
+            return self._drive_materialised(u) if materialise else self._drive_factored(u)
+        B = self._static_B()  # (S, H, c)
+        bu = self._field((u @ B.permute(1, 0, 2).flatten(1)).unflatten(-1, (self.S, self.c)))
         if self.bc_mode == "input_dependent":  # diag(s_t) B u_t
             bu = self._scales(self.b_proj, self.b_norm, u) * bu
         return bu
 
     def _readout(self, u: torch.Tensor, x: torch.Tensor, materialise: bool = False):
-        """Re(C_t x_t): x (B, L, dirs S) states -> (B, L, H)."""
+        """Re(C_t x_t): x (..., dirs S) states -> (..., H)."""
         if self._projected_bc():
-            fn = self._readout_materialised if materialise else self._readout_factored
-            return self._chunked(fn, u, x)
+            if materialise:
+                return self._readout_materialised(u, x)
+            return self._readout_factored(u, x)
         if self.bc_mode == "input_dependent":  # C diag(s_t) x_t
             x = self._scales(self.c_proj, self.c_norm, u) * x
-        C = self._static_C()
-        return torch.einsum("blsc,hsc->blh", self._view(x), C * self._conj_sign(C))
+        C = self._static_C()  # (H, dS, c)
+        return self._view(x).flatten(-2) @ (C * self._conj_sign(C)).flatten(1).T
+
+    def _chunk_length(self, batch: int, length: int) -> int:
+        """Time steps per chunk of the parallel mode: ``chunk_steps``; else the whole length
+        while the widest per-step intermediate (the (B, H r) products of the projected B_t /
+        C_t, the (B, S) complex elements) over it fits WHOLE_ELEMENTS numbers, and as many
+        steps as fit CHUNK_ELEMENTS above."""
+        if self.chunk_steps:
+            return self.chunk_steps
+        r = self.rank if self.rank > 0 else self.d_model
+        wide = self.d_model * r if self._projected_bc() else 0
+        per_step = batch * max(wide, self.dirs * self.S * self.c)
+        if per_step * length <= self.WHOLE_ELEMENTS:
+            return length
+        return max(1, self.CHUNK_ELEMENTS // per_step)
+
+    def chunked(self, batch: int, length: int) -> bool:
+        """Whether the parallel mode splits (batch, length) inputs into checkpointed chunks
+        of time steps (an input too large to hold the layer's intermediates whole)."""
+        return self._chunk_length(batch, length) < length
 
     def _chunked(self, fn, *tensors: torch.Tensor) -> torch.Tensor:
-        """``fn`` over chunks of time steps (dim 1), so that its per-step intermediates of at
-        most CHUNK_ELEMENTS numbers exist at once; recomputed in the backward pass."""
-        B, L = tensors[0].shape[:2]
-        r = self.rank if self.rank > 0 else self.d_model
-        per_step = B * max(self.d_model * r, self.dirs * self.S * self.c)
-        T = self.chunk_steps or max(1, self.CHUNK_ELEMENTS // per_step)
+        """``fn`` over chunks of time steps (dim 0, time first), so that its per-step
+        intermediates of at most CHUNK_ELEMENTS numbers exist at once; recomputed in the
+        backward pass. (The bidirectional layer's B_t u_t and readout.)"""
+        L, B = tensors[0].shape[:2]
+        T = self._chunk_length(B, L)
         if T >= L:
             return fn(*tensors)
         parts = []
-        for start in range(0, L, T):
-            piece = [t[:, start : start + T] for t in tensors]
+        for piece in zip(*(t.split(T) for t in tensors), strict=True):
             if torch.is_grad_enabled():
                 parts.append(checkpoint(fn, *piece, use_reentrant=False))
             else:
                 parts.append(fn(*piece))
-        return torch.cat(parts, dim=1)
+        return torch.cat(parts, dim=0)
 
     def _elements(self, u: torch.Tensor, steps: torch.Tensor, materialise: bool = False):
-        """The recurrence's (Λ̄_t, B̄_t u_t), each (B, L, S)."""
-        lam_bar, gain = discretize(self._lambda(u), self._delta(u, steps), self.discretization)
-        return lam_bar, gain * self._drive(u, materialise)
+        """The recurrence's (Λ̄_t, B̄_t u_t), each (..., S). The parallel mode (ZOH): real
+        arithmetic and a closed-form backward (``zoh_elements``); the recurrent and step
+        modes, and bilinear: complex arithmetic through ``discretize``."""
+        delta = self._delta(u, steps)
+        if materialise or self.discretization != "zoh":
+            lam_bar, gain = discretize(self._lambda(u), delta, self.discretization)
+            drive = self._drive(u, materialise)
+            return lam_bar, gain * drive
+        re, im = self._lambda_parts(u)
+        return zoh_elements(re, im, delta, self._drive(u))
 
     # --- forward ------------------------------------------------------------------------------
 
@@ -537,11 +740,61 @@ class TIDESSSM(nn.Module):
         """u (B, L, H), steps (B, L) -> (B, L, H). ``self.recurrent``: step by step."""
         if self.recurrent:
             return self._forward_recurrent(u, steps)
-        a, b = self._elements(u, steps)  # (B, L, S) each
-        x = parallel_scan(a, b)
+        # time first: each step of the scan, and each chunk of steps, is one contiguous block
+        u_t = u.transpose(0, 1).contiguous()  # (L, B, H)
+        steps_t = steps.transpose(0, 1)  # (L, B)
         if self.bidirectional:
-            x = torch.cat([x, parallel_scan(a, b, reverse=True)], dim=-1)  # (B, L, 2S)
-        return self._output(u, x)
+            return self._forward_bidirectional(u_t, steps_t).transpose(0, 1).contiguous()
+        return self._forward_causal(u_t, steps_t)
+
+    def _causal_chunk(self, u: torch.Tensor, steps: torch.Tensor, h0: torch.Tensor | None):
+        """T steps from the state h0 (B, S) (None: zeros): u (T, B, H), steps (T, B) ->
+        (outputs (T, B, H), the state after the last step (B, S))."""
+        a, b = self._elements(u, steps)  # (T, B, S) each
+        x = linear_scan(a, b, h0)
+        return self._output(u, x), x[-1].clone()  # a copy: a view would keep all of x
+
+    def _forward_causal(self, u: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
+        """u (L, B, H), steps (L, B) -> (B, L, H). Chunks of time steps one after the other,
+        each from the state the previous one ended in. Several chunks run under
+        checkpointing (recomputed in the backward pass), so that the layer's intermediates
+        exist for one chunk at a time: memory O(B L H) for the inputs and outputs,
+        O(T B (S + H r)) for the rest."""
+        L, B, H = u.shape
+        T = self._chunk_length(B, L)
+        if T >= L:
+            return self._causal_chunk(u, steps, None)[0].transpose(0, 1).contiguous()
+        out, state, start = u.new_empty(B, L, H), None, 0
+        # split, not slices: the backward then joins the chunks' gradients once
+        for u_chunk, steps_chunk in zip(u.split(T), steps.split(T), strict=True):
+            args = (u_chunk, steps_chunk, state)
+            if torch.is_grad_enabled() and u.requires_grad:
+                # reentrant: the first pass builds no autograd graph (whose small nodes,
+                # kept until the backward, would scatter the heap between chunks)
+                y, state = checkpoint(
+                    self._causal_chunk, *args, use_reentrant=True, preserve_rng_state=False
+                )
+            elif torch.is_grad_enabled():
+                y, state = checkpoint(self._causal_chunk, *args, use_reentrant=False)
+            else:
+                y, state = self._causal_chunk(*args)
+            # each chunk's outputs go to their place at once (nothing a chunk allocates
+            # outlives it: chunk after chunk reuses the same memory)
+            out = _WriteSteps.apply(out, y, start)
+            start += y.size(0)
+        return out
+
+    def _forward_bidirectional(self, u: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
+        """Both directions scan the same (Λ̄_t, B̄_t u_t) over the whole sequence."""
+        delta = self._delta(u, steps)
+        drive = self._chunked(self._drive, u)  # (L, B, S)
+        if self.discretization == "zoh":
+            a, b = zoh_elements(*self._lambda_parts(u), delta, drive)
+        else:
+            lam_bar, gain = discretize(self._lambda(u), delta, self.discretization)
+            a, b = lam_bar, gain * drive
+        x = torch.cat([linear_scan(a, b), linear_scan(a, b, reverse=True)], dim=-1)
+        return self._chunked(self._output, u, x)  # (L, B, H)
 
     def _output(self, u: torch.Tensor, x: torch.Tensor, materialise: bool = False):
         y = self._readout(u, x, materialise)
