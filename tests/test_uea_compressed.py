@@ -208,7 +208,7 @@ def test_decompressed_content_not_in_sha256sums_is_refused(bad_archive, tmp_path
     message = _refused(
         bad_archive,
         tmp_path / "raw",
-        rf"{TRAIN}\.xz: the decompressed content's sha256 {good} does not match f{{64}} "
+        rf"{TRAIN}\.xz: sha256 {good} of the decompressed content does not match f{{64}} "
         rf"listed for {NAME}/{TRAIN}",
     )
     assert "replace it with a good copy" in message

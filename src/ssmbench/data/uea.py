@@ -215,6 +215,14 @@ def _copy_verified(src: Path, tmp: Path, expected: str | None) -> str:
     return digest
 
 
+def _mismatch(src: Path, what: str, got: str, listed: str, where: str, fix: str) -> DataError:
+    """The error for a file whose sha256 is not the one listed for it."""
+    return DataError(
+        f"{src}: sha256 {got} {what} does not match {listed} listed for {where}. The file "
+        f"is corrupt or a different version; {fix}"
+    )
+
+
 def _decompress_verified(
     src: Path,
     tmp: Path,
@@ -231,19 +239,13 @@ def _decompress_verified(
     listed, listed_in = _compressed_sums(root, name, src)
     keep = f"Nothing was installed; the previous copy in {tmp.parent}, if any, was kept."
     if listed is not None and got["compressed_sha256"] != listed:
-        raise DataError(
-            f"{src}: sha256 {got['compressed_sha256']} of the compressed file does not "
-            f"match {listed} listed for {name}/{src.name} in {listed_in}. The file is "
-            f"corrupt or a different version; replace it with a good copy, or fix the "
-            f"list. {keep}"
-        )
+        raise _mismatch(src, "of the compressed file", got["compressed_sha256"], listed,
+                        f"{name}/{src.name} in {listed_in}", "replace it with a good copy, or "
+                        f"fix the list. {keep}")  # fmt: skip
     if expected is not None and got["sha256"] != expected:
-        raise DataError(
-            f"{src}: the decompressed content's sha256 {got['sha256']} does not match "
-            f"{expected} listed for {name}/{src.stem} in the "
-            f"source's SHA256SUMS. The file is corrupt or a different version; replace it "
-            f"with a good copy. {keep}"
-        )
+        raise _mismatch(src, "of the decompressed content", got["sha256"], expected,
+                        f"{name}/{src.stem} in the source's SHA256SUMS",
+                        f"replace it with a good copy. {keep}")  # fmt: skip
     record = {
         "file": f"{name}/{src.name}",
         "compression": compression,

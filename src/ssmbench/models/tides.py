@@ -1,7 +1,8 @@
 """TIDES, S5 and MambaS: time-aware diagonal state-space classifiers (the TIDES paper's family).
 
-The layer and its parts are in ``tides_ssm.py``, the scans and the discretisation in
-``tides_scan.py``; this module holds the blocks and the classifiers.
+The layer and its parts are in ``tides_ssm.py``, the factored B/C products in
+``tides_products.py``, the scans and the discretisation in ``tides_scan.py``; this module
+holds the blocks and the classifiers.
 
 Sources
 -------
@@ -125,7 +126,7 @@ Deviations
   W' holding W and b, Re(C_t h_t) likewise, and the RMS of each column of B_t (row of C_t)
   is a quadratic form in ẑ_t through the (r + 1, r + 1) Gram matrices of [W, b]: per step
   O(H r) memory instead of O(S H), the products over blocks of 512 steps on CPU so that
-  their (r + 1) H intermediates stay in the cache (``tides_ssm.py``). The recurrence runs
+  their (r + 1) H intermediates stay in the cache (``tides_products.py``). The recurrence runs
   time first, by a chunked scan with a closed-form adjoint backward, Λ̄ and B̄u in real
   arithmetic with a closed-form backward (``tides_scan.py``). A sequence whose widest
   intermediate exceeds ``WHOLE_ELEMENTS`` numbers runs in chunks of time steps
