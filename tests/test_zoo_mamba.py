@@ -78,27 +78,45 @@ def _selective_inputs(b=2, E=5, N=3, L=37, seed=0):
     )
 
 
+@pytest.mark.parametrize("method", ["stepwise", "parallel"])
 @pytest.mark.parametrize("L,chunk", [(1, 64), (37, 64), (37, 8), (37, 1), (70, 16)])
-def test_selective_scan_equals_recurrence(L, chunk):
+def test_selective_scan_equals_recurrence(L, chunk, method):
     inp = _selective_inputs(L=L)
-    y = selective_scan(**inp, delta_softplus=True, chunk_size=chunk)
+    y = selective_scan(**inp, delta_softplus=True, chunk_size=chunk, method=method)
     ref = selective_scan_recurrence(**inp, delta_softplus=True)
     torch.testing.assert_close(y, ref, rtol=1e-10, atol=1e-10)
 
 
-def test_selective_scan_gradients_equal_recurrence():
-    """The chunked scan runs under checkpointing when gradients are needed: same gradients."""
+@pytest.mark.parametrize("method,chunk", [("stepwise", 4), ("stepwise", 1),
+                                          ("stepwise", 64), ("parallel", 4)])  # fmt: skip
+def test_selective_scan_gradients_equal_recurrence(method, chunk):
+    """The stepwise method's closed-form backward (a chunk's states recomputed from the
+    state entering it) and the parallel method's checkpointed chunks: the loop's gradients,
+    for every input."""
     inp = {k: v.requires_grad_() for k, v in _selective_inputs(L=21).items()}
     names = list(inp)
     w = torch.randn(2, 5, 21, dtype=F64)
-    g1 = torch.autograd.grad(
-        (selective_scan(**inp, delta_softplus=True, chunk_size=4) * w).sum(), list(inp.values())
-    )
+    y = selective_scan(**inp, delta_softplus=True, chunk_size=chunk, method=method)
+    g1 = torch.autograd.grad((y * w).sum(), list(inp.values()))
     g2 = torch.autograd.grad(
         (selective_scan_recurrence(**inp, delta_softplus=True) * w).sum(), list(inp.values())
     )
     for name, a, b in zip(names, g1, g2, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9, msg=name)
+
+
+def test_selective_scan_refuses_an_unknown_method():
+    with pytest.raises(ValueError, match="method must be one of"):
+        selective_scan(**_selective_inputs(L=3), method="fast")
+
+
+def test_selective_scan_picks_the_stepwise_method_on_the_cpu(monkeypatch):
+    from ssmbench.models import mamba_scan
+
+    called = []
+    monkeypatch.setattr(mamba_scan, "_parallel_selective_scan", lambda *a: called.append(a))
+    selective_scan(**_selective_inputs(L=5))
+    assert called == []
 
 
 def _ssd_inputs(b=2, L=37, h=4, P=3, g=2, N=5, seed=0):
@@ -132,11 +150,12 @@ def test_ssd_scan_gradients_equal_recurrence():
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9, msg=name)
 
 
-def test_scans_stable_with_strong_decay():
+@pytest.mark.parametrize("method", ["stepwise", "parallel"])
+def test_scans_stable_with_strong_decay(method):
     """Large delta * |A| (decays ~ exp(-1000)) gives finite outputs and finite gradients."""
     inp = _selective_inputs(L=50)
     inp["delta"] = (inp["delta"].abs() * 50).requires_grad_()
-    y = selective_scan(**{k: v.float() for k, v in inp.items()}, chunk_size=16)
+    y = selective_scan(**{k: v.float() for k, v in inp.items()}, chunk_size=16, method=method)
     y.sum().backward()
     assert torch.isfinite(y).all() and torch.isfinite(inp["delta"].grad).all()
     s = _ssd_inputs(L=50)

@@ -311,6 +311,8 @@ class Mamba1Mixer(nn.Module):
 
     #: use mamba_ssm's fused selective scan when importable and the input is on CUDA
     use_fused = True
+    #: the pure-PyTorch scan's method (``mamba_scan.SCAN_METHODS``; auto: by device)
+    scan_method = "auto"
 
     def __init__(
         self,
@@ -379,6 +381,7 @@ class Mamba1Mixer(nn.Module):
                 delta_bias=self.dt_proj.bias,
                 delta_softplus=True,
                 chunk_size=self.chunk_size,
+                method=self.scan_method,
             )
         return F.linear(y.transpose(1, 2), self.out_proj.weight, self.out_proj.bias)
 

@@ -1,0 +1,168 @@
+"""The selective models' training step beside MS4N's, each Mamba1 scan method side by side
+(issue 33, item 1: goals Mamba1's step <= 3x MS4N's and TIDES's <= 3x, at B 64, C 3,
+L 1,000).
+
+Models: params.yaml's ``MS4N``, ``Mamba1``, ``TIDES`` and ``S5`` entries, built by the
+registry as a run builds them (``ssmbench.config.model_entry``,
+``ssmbench.models.build_model``). Mamba1 runs once per pure-PyTorch scan method of
+``mamba_scan.selective_scan`` (``stepwise``: one in-place op per step, a closed-form
+backward; ``parallel``: a parallel scan per chunk, checkpointed; the default, ``auto``,
+takes the stepwise one on the CPU) and, for reference, with the step-by-step recurrence
+``selective_scan_recurrence`` under autograd (``--recurrence``: the tests' reference, slow
+and memory-hungry). ``--motor-imagery`` adds Mamba1-logncde at its MotorImagery
+configuration and shape (B 32, C 64, L 3,000; 2 layers, d_model 128, d_state 64), each
+method, the run issue 32 needs.
+
+A training step is zero_grad, forward, cross-entropy, backward and Adam's step, on random
+values with unit steps and K = 5 classes (2 at MotorImagery's shape). The models' steps
+are interleaved after a warm-up step each (drifts of a shared machine hit all alike);
+reported: the median wall-clock ms, the median process CPU ms, and the wall time over
+MS4N's beside the goal.
+
+Threads: 1 by default (``--threads``).
+
+Usage: .venv/bin/python benchmarks/bench_selective_step.py [--steps 3] [--threads 1]
+    [--shape 64x3x1000] [--recurrence] [--motor-imagery]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GOAL = 3.0  # the step over MS4N's, for Mamba1 and TIDES
+GOAL_MODELS = ("Mamba1", "TIDES")
+MOTOR_IMAGERY = (32, 64, 3000)
+
+
+def _build(name: str, C: int, K: int, L: int, dataset: str | None = None, method=None):
+    import torch
+    import yaml
+
+    from ssmbench.config import model_entry
+    from ssmbench.models import build_model
+    from ssmbench.models.mamba import Mamba1Mixer
+
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    torch.manual_seed(0)
+    model = build_model(name, C, K, L, model_entry(params, name, dataset))
+    for module in model.modules():
+        if isinstance(module, Mamba1Mixer) and method is not None:
+            module.scan_method = method  # an instance attribute over the class default
+    return model
+
+
+def _step_fn(model, B: int, C: int, L: int, K: int, recurrence: bool = False):
+    """A closure running one training step; returns (wall s, process CPU s)."""
+    import torch
+    import torch.nn.functional as F
+
+    from ssmbench.models import mamba, mamba_scan
+
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(B, C, L, generator=gen)
+    extra = {"steps": torch.ones(B, L)} if "steps" in model.INPUTS else {}
+    y = torch.randint(0, K, (B,), generator=gen)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+    def recurrent(*args, chunk_size=None, method=None, **kwargs):
+        return mamba_scan.selective_scan_recurrence(*args, **kwargs)
+
+    def step() -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        scan = mamba.selective_scan
+        if recurrence:
+            mamba.selective_scan = recurrent
+        try:
+            optimizer.zero_grad(set_to_none=True)
+            F.cross_entropy(model(x, **extra), y).backward()
+            optimizer.step()
+        finally:
+            mamba.selective_scan = scan
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+    return step
+
+
+def _compare(rows: dict, B: int, C: int, L: int, K: int, n_steps: int) -> dict:
+    """rows: label -> (model, recurrence). Interleaved steps; label -> (wall s, cpu s)."""
+    steps = {label: _step_fn(m, B, C, L, K, rec) for label, (m, rec) in rows.items()}
+    for step in steps.values():  # warm-up
+        step()
+    wall = {label: [] for label in steps}
+    cpu = {label: [] for label in steps}
+    for _ in range(n_steps):
+        for label, step in steps.items():
+            w, c = step()
+            wall[label].append(w)
+            cpu[label].append(c)
+    return {
+        label: (statistics.median(wall[label]), statistics.median(cpu[label])) for label in steps
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=3, help="timed steps per model")
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    ap.add_argument("--shape", default="64x3x1000", help="BxCxL of the comparison with MS4N")
+    ap.add_argument("--recurrence", action="store_true",
+                    help="also Mamba1 with the step-by-step recurrence (slow)")  # fmt: skip
+    ap.add_argument("--motor-imagery", action="store_true",
+                    help="also Mamba1-logncde at MotorImagery's shape")  # fmt: skip
+    args = ap.parse_args(argv)
+
+    import platform
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    B, C, L = (int(v) for v in args.shape.lower().split("x"))
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} {platform.node()}, {os.cpu_count()} CPUs, "
+          f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), float32, "
+          f"{args.steps} timed steps after 1 warm-up")  # fmt: skip
+    K = 5
+    rows = {
+        "MS4N": (_build("MS4N", C, K, L), False),
+        "Mamba1 (stepwise)": (_build("Mamba1", C, K, L, method="stepwise"), False),
+        "Mamba1 (parallel)": (_build("Mamba1", C, K, L, method="parallel"), False),
+        "TIDES": (_build("TIDES", C, K, L), False),
+        "S5": (_build("S5", C, K, L), False),
+    }
+    if args.recurrence:
+        rows["Mamba1 (recurrence)"] = (_build("Mamba1", C, K, L), True)
+    result = _compare(rows, B, C, L, K, args.steps)
+    base = result["MS4N"][0]
+    print(f"\nB {B}, C {C}, L {L:,}, K {K}; goal: Mamba1's and TIDES's step <= {GOAL:g}x MS4N's")
+    print(f"{'model':<22} {'step ms':>9} {'cpu ms':>9} {'/ MS4N':>7} {'goal':>5}")
+    auto = "stepwise"  # the default (method auto) on the CPU, where this runs
+    ok = True
+    for label, (wall, cpu) in result.items():
+        goal = ""
+        family = label.split(" ")[0]
+        if family in GOAL_MODELS and ("(" not in label or auto in label):
+            goal = f"{GOAL:g}"
+            ok &= wall / base <= GOAL
+        print(f"{label:<22} {wall * 1e3:>9.0f} {cpu * 1e3:>9.0f} {wall / base:>7.2f} {goal:>5}",
+              flush=True)  # fmt: skip
+    print(f"(goal rows: the CPU's defaults, Mamba1 {auto})")
+    if args.motor_imagery:
+        B, C, L = MOTOR_IMAGERY
+        mi = {
+            f"Mamba1-logncde ({m})": (_build("Mamba1-logncde", C, 2, L, "MotorImagery", m), False)
+            for m in ("stepwise", "parallel")
+        }
+        mi_result = _compare(mi, B, C, L, 2, max(1, min(args.steps, 2)))
+        print(f"\nMotorImagery's shape: B {B}, C {C}, L {L:,}, K 2 (Mamba1-logncde's entry)")
+        print(f"{'model':<28} {'step s':>8} {'cpu s':>8}")
+        for label, (wall, cpu) in mi_result.items():
+            print(f"{label:<28} {wall:>8.1f} {cpu:>8.1f}", flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
