@@ -1,0 +1,533 @@
+"""`ssmbench plan`: what a suite will cost, before anything is submitted.
+
+For every run of the suite's grid (and every trial of the searches it runs first), an
+estimate of its wall time, from the files alone (no dataset is opened)::
+
+    seconds = epochs x (ceil(n_train / B) x step_s(B)
+                        + [epoch validated] x ceil(n_val / B) x eval_s(B))
+              + ceil(n_test / B) x eval_s(B)
+
+* ``n_train``, ``n_val``, ``n_test``: the dataset's catalog size (``ssmbench.data.catalog``)
+  split by its benchmark's rule (``row_counts``); ``B``: the run's batch size
+  (``train.splits.batch_size_for``).
+* ``epochs``: ``max_epochs`` (``epochs="max"``, the default: early stopping ignored, an
+  upper bound), or the median epochs run by the benchmark's records of the same model
+  where there are some (``epochs="records"``).
+* ``step_s`` and ``eval_s``: the calibration table (``ssmbench.step_costs``) at the work
+  ``B x`` the run's forward MMac per row (its model built for its dataset's C, K and L on
+  the meta device, ``complexity.mmac(convention="full")``), on the machine that plays the
+  run's part: the GPU machine for a run whose size class asks for a GPU, the CPU machine
+  otherwise. A model whose family the table lacks for that machine is not estimated and is
+  listed as such.
+* Fitted models (QUANT, Hydra, ExtraTrees): one fit of ``n_train`` rows and the prediction
+  of ``n_val + n_test`` rows, from their table rows (work in values, B x C x L).
+
+The bill sums per size class and per model: runs, SLURM jobs (a size class with
+``group: true`` goes ``group-components`` runs to a job, profiles/slurm/config.yaml),
+CPU-hours (wall x the CPUs a run asks for), GPU-hours (wall x its GPUs), and lists every
+run whose estimate exceeds its size class's ``runtime`` with the setting that raises it.
+``estimate_error`` compares the estimate with the ``train_seconds`` of existing records.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ssmbench.config import ConfigError, Job, model_entry, run_settings, suite_grid
+from ssmbench.resources import TrainResources
+from ssmbench.step_costs import StepCosts
+
+EPOCH_SOURCES = ("max", "records")
+#: runs a SLURM job holds in a grouped size class, when the profile does not say
+DEFAULT_GROUP_COMPONENTS = 10
+PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "slurm" / "config.yaml"
+
+
+@dataclass
+class RunEstimate:
+    """One run's (or one search trial's) estimate; ``seconds`` None: not estimated
+    (``problem`` says why)."""
+
+    job: Job
+    stage: str  # "train", or "tune" for a search's trials (``trials`` of them)
+    size_class: str
+    device: str  # "cuda" where the size class asks for a GPU, else "cpu"
+    machine: str | None
+    cpus: int
+    gpus: int
+    runtime_min: float
+    n_train: int = 0
+    n_val: int = 0
+    n_test: int = 0
+    batch_size: int = 0
+    epochs: int = 0
+    epochs_from: str = "max_epochs"
+    trials: int = 1
+    seconds: float | None = None  # one run (one trial)
+    problem: str | None = None
+
+    @property
+    def name(self) -> str:
+        j = self.job
+        return f"{j.benchmark}/{j.dataset}/{j.model}/fold{j.fold}"
+
+    @property
+    def total_seconds(self) -> float:
+        return 0.0 if self.seconds is None else self.seconds * self.trials
+
+    @property
+    def over_limit(self) -> bool:
+        return self.seconds is not None and self.seconds > 60.0 * self.runtime_min
+
+
+@dataclass
+class Bill:
+    suite: str
+    estimates: list[RunEstimate]
+    machines: dict[str, str | None]  # "cpu"/"cuda" -> the machine whose figures are used
+    group_components: dict[str, int] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- rows
+
+
+def _catalog_entry(params: dict, benchmark: str, dataset: str):
+    from ssmbench.data.catalog import catalog
+
+    source = params["benchmarks"][benchmark].get("source", benchmark)
+    entries = {(e.benchmark, e.name): e for e in catalog()}
+    return entries.get((benchmark, dataset)) or entries.get((source, dataset))
+
+
+def row_counts(params: dict, job: Job, settings: dict) -> tuple[int, int, int]:
+    """(n_train, n_val, n_test) of a run, from the catalog and its benchmark's split rule:
+    UEA (and its drop-rate variants) the archive's TRAIN/TEST with ``val_fraction`` of
+    TRAIN for validation; UEA-6 the ``split.fractions`` of the pooled rows
+    (``data.uea6.seed_splits``, duplicates not removed); MONSTER its 5 given folds (a
+    fifth tested) with ``val_fraction`` of the rest; Physiome-ODE 70/20/10; the synthetic
+    sets their generator's sizes. Raises ConfigError where the catalog does
+    not know the dataset's size."""
+    from ssmbench.data.catalog import UEA_DATASETS
+
+    bench = params["benchmarks"][job.benchmark]
+    source = bench.get("source", job.benchmark)
+    val_fraction = float(settings.get("val_fraction", 0.1))
+    entry = _catalog_entry(params, job.benchmark, job.dataset)
+    if source in ("uea", "uea_drop"):
+        base = UEA_DATASETS.get(job.dataset) or UEA_DATASETS.get(job.dataset.removesuffix("Drop"))
+        if base and base.get("n_train") and base.get("n_test"):
+            n_val = max(1, round(val_fraction * base["n_train"]))
+            return base["n_train"] - n_val, n_val, base["n_test"]
+    elif source == "synthetic":
+        gen = settings.get("generator") or {}
+        if gen.get("n_train"):
+            n_val = max(1, round(val_fraction * gen["n_train"]))
+            n_test = int(gen.get("n_test_per_dt", 0)) * len(gen.get("test_dts") or [1])
+            return int(gen["n_train"]) - n_val, n_val, n_test
+    if entry is None or entry.N is None:
+        raise ConfigError(
+            f"{job.benchmark}/{job.dataset}: the catalog (ssmbench.data.catalog) does not "
+            "know its number of rows, so no estimate can be made"
+        )
+    N = int(entry.N)
+    if source == "physiome":
+        N = int((settings.get("generator") or {}).get("n_instances") or N)
+        n_val, n_test = round(0.2 * N), round(0.1 * N)
+        return N - n_val - n_test, n_val, n_test
+    fractions = (settings.get("split") or {}).get("fractions")
+    if fractions:  # uea6: a permutation cut at int(f_train N), int((f_train + f_val) N)
+        a, b = int(fractions[0] * N), int((fractions[0] + fractions[1]) * N)
+        return a, b - a, N - b
+    if source == "monster":
+        n_test = N // 5
+        n_val = max(1, round(val_fraction * (N - n_test)))
+        return N - n_test - n_val, n_val, n_test
+    n_test = round(0.2 * N)  # a benchmark without its own rule: a fifth tested
+    n_val = max(1, round(val_fraction * (N - n_test)))
+    return N - n_test - n_val, n_val, n_test
+
+
+# ----------------------------------------------------------------------------- work
+
+
+class _Work:
+    """Forward MMac per row of (model, dataset), computed once each (meta device)."""
+
+    def __init__(self, params: dict):
+        self.params = params
+        self._cache: dict[tuple[str, str], tuple[float | None, int, int]] = {}
+
+    def of(self, job: Job) -> tuple[float | None, int, int]:
+        """(MMac per row or None for a fitted model, C, L); raises ConfigError."""
+        key = (job.model, job.dataset)
+        if key not in self._cache:
+            self._cache[key] = self._compute(job)
+        return self._cache[key]
+
+    def _compute(self, job: Job):
+        from ssmbench.complexity import mmac
+        from ssmbench.models import build_model, family_is_estimator, supports_per_step
+
+        entry = _catalog_entry(self.params, job.benchmark, job.dataset)
+        if entry is None or None in (entry.C, entry.L):
+            raise ConfigError(
+                f"{job.benchmark}/{job.dataset}: the catalog does not know its channels and "
+                "length, so its model's cost cannot be computed"
+            )
+        C, L = int(entry.C), int(entry.L)
+        model_params = model_entry(self.params, job.model, job.dataset)
+        if family_is_estimator(model_params["family"]):
+            return None, C, L
+        regression = entry.task == "regression"
+        K = C if regression else int(entry.n_classes or 2)
+        per_step = regression and supports_per_step(model_params)
+        try:
+            model = build_model(job.model, C, K, L, model_params, per_step=per_step)
+            return mmac(model, C, L, device="meta", convention="full"), C, L
+        except Exception as exc:  # a model that cannot be built for this shape
+            raise ConfigError(f"{job.model} on {job.dataset} (C {C}, L {L}): {exc}") from None
+
+
+# ----------------------------------------------------------------------------- estimate
+
+
+def _records_epochs(params: dict, suite: str) -> dict[tuple[str, str], int]:
+    """(benchmark, model) -> median epochs_run of its records under paths.runs."""
+    import json
+
+    runs = Path(params["paths"]["runs"])
+    found: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for job in suite_grid(params, suite):
+        path = job.record_path(runs)
+        if not path.is_file():
+            continue
+        try:
+            epochs = json.loads(path.read_text()).get("epochs_run")
+        except (OSError, ValueError):
+            continue
+        if isinstance(epochs, int) and epochs > 0:
+            found[(job.benchmark, job.model)].append(epochs)
+    return {k: round(statistics.median(v)) for k, v in found.items()}
+
+
+def run_seconds(
+    costs: StepCosts,
+    machine: str,
+    family: str,
+    mmac_row: float | None,
+    C: int,
+    L: int,
+    n_train: int,
+    n_val: int,
+    n_test: int,
+    batch: int,
+    epochs: int,
+    val_interval: int = 1,
+) -> float | None:
+    """The estimate of one run (module docstring); None where the table has no figure
+    for (machine, family)."""  # fmt: skip
+    if mmac_row is None:  # fitted once: fit n_train rows, predict the others
+        fit = costs.seconds(machine, family, float(n_train * C * L), "step")
+        if fit is None:
+            return None
+        predict = costs.seconds(machine, family, float((n_val + n_test) * C * L), "eval")
+        return fit + predict
+    work = batch * mmac_row
+    step = costs.seconds(machine, family, work, "step")
+    if step is None:
+        return None
+    forward = costs.seconds(machine, family, work, "eval")
+    validated = math.ceil(epochs / max(1, val_interval))
+    per_batch = math.ceil
+    return (
+        epochs * per_batch(n_train / batch) * step
+        + validated * per_batch(n_val / batch) * forward
+        + per_batch(n_test / batch) * forward
+    )
+
+
+def _group_components(profile: Path = PROFILE) -> dict[str, int]:
+    """``group-components`` of the SLURM profile: group name -> runs per job."""
+    import yaml
+
+    try:
+        items = (yaml.safe_load(profile.read_text()) or {}).get("group-components") or []
+    except OSError:
+        return {}
+    out = {}
+    for item in items:
+        name, _, n = str(item).partition("=")
+        if n.strip().isdigit():
+            out[name.strip()] = int(n)
+    return out
+
+
+def estimate(
+    params: dict,
+    costs: StepCosts,
+    suite: str | None = None,
+    cpu_machine: str | None = None,
+    gpu_machine: str | None = None,
+    epochs_from: str = "max",
+) -> Bill:
+    """The bill of ``suite`` (params.yaml's ``suite`` when None)."""
+    from ssmbench.config import suite_searches
+    from ssmbench.search_space import search_of
+    from ssmbench.train.splits import batch_size_for
+
+    if epochs_from not in EPOCH_SOURCES:
+        raise ConfigError(f"--epochs must be one of {EPOCH_SOURCES}, got {epochs_from!r}")
+    suite = suite or params["suite"]
+    machines = costs.machines()
+    for flag, name, device in (("--cpu-machine", cpu_machine, "cpu"),
+                               ("--gpu-machine", gpu_machine, "cuda")):  # fmt: skip
+        if name is not None and machines.get(name) != device:
+            known = [m for m, d in machines.items() if d == device]
+            raise ConfigError(
+                f"{flag} {name}: the calibration table has no {device} machine of that name "
+                f"(it has: {', '.join(known) or 'none'}); run benchmarks/calibrate.py on it"
+            )
+    chosen = {
+        "cpu": cpu_machine or next((m for m, d in machines.items() if d == "cpu"), None),
+        "cuda": gpu_machine or next((m for m, d in machines.items() if d == "cuda"), None),
+    }
+    resources = TrainResources(params)
+    work = _Work(params)
+    from_records = _records_epochs(params, suite) if epochs_from == "records" else {}
+    runs = [(job, "train", None) for job in suite_grid(params, suite)]
+    for job in suite_searches(params, suite):
+        runs.append((job, "tune", search_of(params, job.benchmark, job.model, suite)))
+    estimates = []
+    for job, stage, search in runs:
+        res = resources.of(job.benchmark, job.dataset, job.model)
+        gpus = int(res.get("gpu") or 0)
+        device = "cuda" if gpus > 0 else "cpu"
+        est = RunEstimate(
+            job=job, stage=stage,
+            size_class=resources.size_class(job.benchmark, job.dataset),
+            device=device, machine=chosen[device],
+            cpus=max(1, int(res.get("cpus_per_task") or res.get("threads") or 1)),
+            gpus=gpus, runtime_min=float(res.get("runtime") or 0),
+        )  # fmt: skip
+        estimates.append(est)
+        settings = run_settings(params, job, suite)
+        if search is not None:
+            settings.update(search.get("settings") or {})
+            est.trials = int(search["n_trials"])
+        family = params["models"][job.model]["family"]
+        try:
+            est.n_train, est.n_val, est.n_test = row_counts(params, job, settings)
+            mmac_row, C, L = work.of(job)
+        except ConfigError as exc:
+            est.problem = str(exc)
+            continue
+        est.batch_size = batch_size_for(settings, est.n_train)
+        est.epochs = int(settings["max_epochs"])
+        est.epochs_from = "max_epochs"
+        if (job.benchmark, job.model) in from_records and stage == "train":
+            est.epochs = min(est.epochs, from_records[(job.benchmark, job.model)])
+            est.epochs_from = "records"
+        if est.machine is None:
+            est.problem = f"the calibration table has no {device} machine"
+            continue
+        est.seconds = run_seconds(
+            costs, est.machine, family, mmac_row, C, L, est.n_train, est.n_val, est.n_test,
+            est.batch_size, est.epochs, int(settings.get("val_interval", 1)),
+        )  # fmt: skip
+        if est.seconds is None:
+            est.problem = f"no calibration for family {family!r} on {est.machine}"
+    return Bill(suite, estimates, chosen, _group_components())
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:,.1f}"
+
+
+def _jobs(bill: Bill, params: dict, size_class: str, n_runs: int) -> int:
+    grouped = params["resources"]["train"]["sizes"][size_class].get("group")
+    if not grouped:
+        return n_runs
+    per_job = bill.group_components.get(f"train_{size_class}", DEFAULT_GROUP_COMPONENTS)
+    return math.ceil(n_runs / per_job)
+
+
+def format_bill(bill: Bill, params: dict) -> str:
+    """The bill as text: per size class, per model, the runs over their limit and the
+    runs not estimated."""
+    lines = []
+    ests = bill.estimates
+    train = [e for e in ests if e.stage == "train"]
+    tune = [e for e in ests if e.stage == "tune"]
+    lines.append(
+        f"Suite {bill.suite}: {len(train)} training runs"
+        + (f", {len(tune)} searches ({sum(e.trials for e in tune)} trials)" if tune else "")
+    )
+    for device, machine in bill.machines.items():
+        lines.append(f"  {device} runs estimated with the figures of: {machine or '(none)'}")
+    lines.append("")
+
+    def row(label, group):
+        done = [e for e in group if e.seconds is not None]
+        cpu_h = sum(e.total_seconds * e.cpus for e in done)
+        gpu_h = sum(e.total_seconds * e.gpus for e in done)
+        wall = max((e.seconds for e in done), default=0.0)
+        return (label, len(group), len(group) - len(done), cpu_h, gpu_h, wall)
+
+    header = (
+        f"{'size class':<12}{'runs':>7}{'jobs':>7}{'GPU':>5}{'limit min':>11}"
+        f"{'CPU-hours':>12}{'GPU-hours':>12}{'longest h':>11}{'no estimate':>13}"
+    )
+    lines.append(header)
+    totals = [0.0, 0.0]
+    for size in params["resources"]["train"]["sizes"]:
+        group = [e for e in ests if e.size_class == size]
+        if not group:
+            continue
+        _, n, missing, cpu_h, gpu_h, wall = row(size, group)
+        n_train = sum(1 for e in group if e.stage == "train")
+        jobs = _jobs(bill, params, size, n_train) + sum(1 for e in group if e.stage == "tune")
+        limits = sorted({e.runtime_min for e in group})
+        limit = "/".join(f"{v:g}" for v in limits)
+        gpus = "/".join(str(v) for v in sorted({e.gpus for e in group}))
+        lines.append(
+            f"{size:<12}{n:>7}{jobs:>7}{gpus:>5}{limit:>11}{_hours(cpu_h):>12}"
+            f"{_hours(gpu_h):>12}{wall / 3600:>11.2f}{missing:>13}"
+        )
+        totals[0] += cpu_h
+        totals[1] += gpu_h
+    lines.append(f"{'total':<41}{_hours(totals[0]):>12}{_hours(totals[1]):>12}")
+    lines.append("")
+    lines.append(
+        f"{'model':<22}{'stage':<7}{'runs':>6}{'epochs':>8}{'CPU-hours':>12}{'GPU-hours':>12}"
+        f"{'longest h':>11}{'no estimate':>13}"
+    )
+    by_model: dict[tuple[str, str], list[RunEstimate]] = defaultdict(list)
+    for e in ests:
+        by_model[(e.job.model, e.stage)].append(e)
+    for (model, stage), group in by_model.items():
+        _, n, missing, cpu_h, gpu_h, wall = row(model, group)
+        epochs = sorted({e.epochs for e in group if e.seconds is not None})
+        ep = f"{epochs[0]}" if len(epochs) == 1 else (f"{epochs[0]}-{epochs[-1]}" if epochs else "")
+        n_label = n if stage == "train" else f"{sum(e.trials for e in group)}t"
+        lines.append(
+            f"{model:<22}{stage:<7}{n_label:>6}{ep:>8}{_hours(cpu_h):>12}{_hours(gpu_h):>12}"
+            f"{wall / 3600:>11.2f}{missing:>13}"
+        )
+    over = _collapse([e for e in ests if e.over_limit])
+    lines.append("")
+    if over:
+        lines.append(f"Runs whose estimate exceeds their size class's runtime ({len(over)}):")
+        for (bench, dataset, model, stage, size, limit), group in over.items():
+            longest = max(e.seconds for e in group)
+            need = math.ceil(1.25 * longest / 60.0 / 30.0) * 30  # minutes, 25% margin
+            folds = ",".join(str(e.job.fold) for e in group)
+            what = "a trial" if stage == "tune" else "a run"
+            lines.append(
+                f"  {bench}/{dataset}/{model} folds {folds}: {what} ~{longest / 3600:.1f} h > "
+                f"{limit:g} min ({size}); set resources.train.models.{model}.sizes.{size}."
+                f"runtime: {need} (minutes) in params.yaml"
+            )
+    else:
+        lines.append("No run's estimate exceeds its size class's runtime.")
+    missing: dict[tuple[str, str], list[RunEstimate]] = defaultdict(list)
+    for e in ests:
+        if e.seconds is None:
+            missing[(e.problem or "", e.job.model)].append(e)
+    if missing:
+        lines.append("")
+        lines.append(f"Not estimated ({sum(len(g) for g in missing.values())} runs):")
+        for (problem, model), group in missing.items():
+            datasets = sorted({f"{e.job.benchmark}/{e.job.dataset}" for e in group})
+            shown = ", ".join(datasets[:4]) + (
+                f" and {len(datasets) - 4} more" if len(datasets) > 4 else ""
+            )
+            lines.append(f"  {model}, {len(group)} runs ({shown}): {problem}")
+    lines.append("")
+    lines.append(
+        "Estimate: epochs x (batches x s/step + validation batches x s/forward) + test, "
+        "s/step from the calibration table at B x MMac per row; "
+        + ("epochs = max_epochs (early stopping ignored: an upper bound)."
+           if all(e.epochs_from == "max_epochs" for e in ests)
+           else "epochs = the median of the records where there are some, else max_epochs.")
+    )  # fmt: skip
+    return "\n".join(lines)
+
+
+def _collapse(ests: list[RunEstimate]) -> dict[tuple, list[RunEstimate]]:
+    out: dict[tuple, list[RunEstimate]] = defaultdict(list)
+    for e in ests:
+        key = (e.job.benchmark, e.job.dataset, e.job.model, e.stage, e.size_class, e.runtime_min)
+        out[key].append(e)
+    return out
+
+
+# ----------------------------------------------------------------------------- error
+
+
+@dataclass
+class Check:
+    """An existing record's measured training time beside the estimate for it."""
+
+    name: str
+    machine: str
+    epochs: int
+    measured_s: float
+    estimated_s: float | None
+
+    @property
+    def ratio(self) -> float | None:
+        return None if self.estimated_s is None else self.estimated_s / self.measured_s
+
+
+def estimate_error(
+    records: list[dict], costs: StepCosts, machine: str, params: dict | None = None
+) -> list[Check]:
+    """For each record (a run record's dict): the estimate with the record's own
+    epochs_run, row counts, batch size and forward MMac, on ``machine``, beside its
+    ``train_seconds`` (training and validation, from the first epoch to the last)."""
+    checks = []
+    for r in records:
+        if not r.get("train_seconds") or not r.get("epochs_run"):
+            continue
+        name = f"{r['benchmark']}/{r['dataset']}/{r['model']}/fold{r['fold']}"
+        mmac_row = r.get("mmac_full")
+        C = L = 0
+        if mmac_row is None and params is not None:  # a fitted model: work in values
+            entry = _catalog_entry(params, r["benchmark"], r["dataset"])
+            C, L = (entry.C or 0, entry.L or 0) if entry else (0, 0)
+        n_train, n_val = int(r.get("n_train") or 0), int(r.get("n_val") or 0)
+        est = run_seconds(
+            costs, machine, r["family"], mmac_row, C, L, n_train, n_val, 0,
+            int(r.get("batch_size") or 1), int(r["epochs_run"]),
+        )  # fmt: skip
+        checks.append(Check(name, machine, int(r["epochs_run"]), float(r["train_seconds"]), est))
+    return checks
+
+
+def format_error(checks: list[Check]) -> str:
+    """One line per record, and the median and worst ratio of estimated to measured."""
+    lines = [f"{'run':<48}{'epochs':>7}{'measured s':>12}{'estimated s':>13}{'est/meas':>10}"]
+    ratios = []
+    for c in checks:
+        est = "n/a" if c.estimated_s is None else f"{c.estimated_s:,.1f}"
+        ratio = "" if c.ratio is None else f"{c.ratio:.2f}"
+        if c.ratio is not None:
+            ratios.append(c.ratio)
+        lines.append(f"{c.name:<48}{c.epochs:>7}{c.measured_s:>12,.1f}{est:>13}{ratio:>10}")
+    if ratios:
+        logs = [abs(math.log(r)) for r in ratios]
+        worst = ratios[logs.index(max(logs))]
+        lines.append(
+            f"{len(ratios)} runs: estimated / measured median {statistics.median(ratios):.2f}, "
+            f"worst {worst:.2f} (machine {checks[0].machine})"
+        )
+    else:
+        lines.append("no record with a figure for its family on this machine")
+    return "\n".join(lines)

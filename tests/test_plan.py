@@ -1,0 +1,180 @@
+"""`ssmbench plan`: the calibration table (ssmbench.step_costs) and the bill (ssmbench.plan).
+
+The bill's arithmetic is checked against a hand computation on the real params.yaml's
+default suite with a small table written here; the shipped table is checked to load and
+to cover the families of the suites the issue names."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import REPO
+
+from ssmbench.cli import main
+from ssmbench.config import ConfigError, Job, load_params, run_settings
+from ssmbench.plan import estimate, estimate_error, format_bill, format_error, row_counts
+from ssmbench.step_costs import COLUMNS, TABLE, StepCosts, interpolate, read_table
+
+HEADER = ",".join(COLUMNS)
+
+
+def _table(tmp_path, rows: list[str], name: str = "t.csv"):
+    path = tmp_path / name
+    path.write_text("# a test table\n" + HEADER + "\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def _row(machine="m", device="cpu", family="ms4", B=8, mmac="2", step="0.1", eval_s=""):
+    return f"{machine},{device},1,{family},X,{B},3,100,{mmac},{step},{eval_s},2026-12-05,test"
+
+
+# ------------------------------------------------------------------ interpolation
+
+
+def test_interpolate_flat_below_linear_between_proportional_above():
+    points = [(10.0, 1.0), (30.0, 2.0)]
+    assert interpolate(points, 1.0) == 1.0  # overhead-bound below the smallest
+    assert interpolate(points, 20.0) == pytest.approx(1.5)
+    assert interpolate(points, 60.0) == pytest.approx(4.0)  # 2.0 x 60 / 30
+    assert interpolate([(10.0, 1.0), (10.0, 3.0)], 5.0) == pytest.approx(2.0)  # averaged
+
+
+def test_seconds_by_machine_and_family_and_the_eval_fallback(tmp_path):
+    costs = StepCosts.load(_table(tmp_path, [
+        _row(B=8, mmac="2", step="0.4", eval_s="0.1"),   # work 16
+        _row(B=16, mmac="2", step="0.8", eval_s="0.2"),  # work 32
+        _row(machine="g", device="cuda", family="tides", B=4, mmac="1", step="0.3"),
+    ]))  # fmt: skip
+    assert costs.machines() == {"m": "cpu", "g": "cuda"}
+    assert costs.seconds("m", "ms4", 24.0) == pytest.approx(0.6)
+    assert costs.seconds("m", "ms4", 24.0, "eval") == pytest.approx(0.15)
+    assert costs.seconds("g", "tides", 8.0, "eval") == pytest.approx(0.2)  # 0.6 / 3
+    assert costs.seconds("m", "tides", 8.0) is None
+    assert costs.seconds("g", "ms4", 8.0) is None
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("machine,device\nm,cpu\n", "lacks the column"),
+        (HEADER + "\n" + _row(step="fast") + "\n", "step_s = 'fast' is not a number"),
+        (HEADER + "\n" + _row(step="-1") + "\n", "must be a finite number >= 0"),
+        (HEADER + "\n" + _row(device="tpu") + "\n", "device = 'tpu'"),
+        (HEADER + "\n" + _row(step="") + "\n", "step_s is empty"),
+    ],
+)
+def test_a_bad_table_is_refused_naming_file_row_and_field(tmp_path, text, message):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message) as err:
+        read_table(path)
+    assert "bad.csv" in str(err.value)
+
+
+def test_the_shipped_table_covers_the_suites_families():
+    costs = StepCosts.load(TABLE)
+    params = load_params(REPO / "params.yaml")
+    machines = costs.machines()
+    assert "cpu" in machines.values() and "cuda" in machines.values()
+    cpu = next(m for m, d in machines.items() if d == "cpu")
+    families = {entry["family"] for entry in params["models"].values()}
+    assert families <= set(costs.families(cpu)), families - set(costs.families(cpu))
+
+
+# ------------------------------------------------------------------ rows
+
+
+@pytest.mark.parametrize(
+    "benchmark, dataset, expected",
+    [
+        ("uea", "BasicMotions", (36, 4, 40)),  # 40 TRAIN (10% validation), 40 TEST
+        ("uea6", "MotorImagery", (264, 57, 57)),  # 378 rows cut at int(0.7 N), int(0.85 N)
+        ("monster", "Tiselac", (71775, 7975, 19937)),  # 99,687 rows: a fifth tested
+        ("physiome", "HodgkinHuxley1952", (1400, 400, 200)),  # 70/20/10 of 2,000
+    ],
+)
+def test_row_counts_follow_each_benchmarks_split(benchmark, dataset, expected):
+    params = load_params(REPO / "params.yaml")
+    job = Job(benchmark, dataset, "MS4N", 0)
+    assert row_counts(params, job, run_settings(params, job, "default")) == expected
+
+
+# ------------------------------------------------------------------ the bill
+
+
+def _default_table(tmp_path, ms4_step="0.5"):
+    # ms4 (MS4N, MS4) at one point: every work above it scales in proportion
+    return _table(tmp_path, [_row(family="ms4", B=1, mmac="0.001", step=ms4_step, eval_s="0.1")])
+
+
+def _default_costs(tmp_path, ms4_step="0.5"):
+    return StepCosts.load(_default_table(tmp_path, ms4_step))
+
+
+def test_the_default_suites_bill_by_hand(tmp_path):
+    params = load_params(REPO / "params.yaml", suite="default")
+    bill = estimate(params, _default_costs(tmp_path))
+    runs = {e.name: e for e in bill.estimates}
+    assert len(runs) == 12  # 2 datasets x 3 models x 2 folds, no searches
+    e = runs["uea/BasicMotions/MS4N/fold0"]
+    assert (e.n_train, e.n_val, e.n_test, e.batch_size) == (36, 4, 40, 4)
+    assert e.epochs == params["benchmarks"]["uea"]["max_epochs"] == 300
+    assert e.device == "cpu" and e.machine == "m" and e.size_class == "small"
+    # proportional above the one point: s/step = 0.5 x work / 0.001, work = B x MMac/row
+    from ssmbench.complexity import mmac
+    from ssmbench.config import model_entry
+    from ssmbench.models import build_model
+
+    macs = mmac(build_model("MS4N", 6, 4, 100, model_entry(params, "MS4N", "BasicMotions")),
+                6, 100, device="meta", convention="full")  # fmt: skip
+    step, forward = 0.5 * 4 * macs / 0.001, 0.1 * 4 * macs / 0.001
+    expected = 300 * (9 * step + 1 * forward) + 10 * forward
+    assert e.seconds == pytest.approx(expected, rel=1e-9)
+    # S4D has no figure on machine m: not estimated, and said
+    assert runs["uea/BasicMotions/S4D/fold0"].seconds is None
+    text = format_bill(bill, params)
+    assert "no calibration for family 's4d' on m" in text
+    assert "S4D, 4 runs" in text
+
+
+def test_a_run_over_its_runtime_is_listed_with_the_setting_to_change(tmp_path):
+    params = load_params(REPO / "params.yaml", suite="default")
+    bill = estimate(params, _default_costs(tmp_path, ms4_step="50"))
+    over = [e for e in bill.estimates if e.over_limit]
+    assert over and all(e.job.model in ("MS4N", "MS4") for e in over)
+    text = format_bill(bill, params)
+    assert "exceeds their size class's runtime" in text
+    assert "set resources.train.models.MS4N.sizes.small.runtime:" in text
+    small = params["resources"]["train"]["sizes"]["small"]
+    line = next(ln for ln in text.splitlines() if ln.startswith("small"))
+    n_small = sum(1 for e in bill.estimates if e.size_class == "small")
+    assert line.split()[1:3] == [str(n_small), str(math.ceil(n_small / 10))]  # group of 10
+    assert small["group"] is True
+
+
+def test_the_estimate_against_a_record():
+    costs = StepCosts([])
+    from ssmbench.step_costs import Point
+
+    costs = StepCosts([Point("m", "cpu", 1, "ms4", "MS4N", 10, 3, 100, 1.0, 0.2, 0.05, "", "")])
+    record = {"benchmark": "uea", "dataset": "D", "model": "MS4N", "fold": 0, "family": "ms4",
+              "mmac_full": 1.0, "n_train": 100, "n_val": 20, "batch_size": 10, "epochs_run": 5,
+              "train_seconds": 12.0}  # fmt: skip
+    (check,) = estimate_error([record], costs, "m")
+    # work 10 = the point: 5 x (10 x 0.2 + 2 x 0.05) = 10.5 s
+    assert check.estimated_s == pytest.approx(10.5)
+    assert check.ratio == pytest.approx(10.5 / 12.0)
+    assert "median 0.88" in format_error([check])
+
+
+def test_cli_plan_prints_the_bill_and_refuses_an_unknown_machine(tmp_path, capsys):
+    table = _default_table(tmp_path)
+    argv = ["--params", str(REPO / "params.yaml"), "--suite", "default", "plan"]
+    assert main([*argv, "--table", str(table)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Suite default: 12 training runs")
+    assert "cpu runs estimated with the figures of: m" in out
+    assert main([*argv, "--table", str(table), "--cpu-machine", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "--cpu-machine nope" in err and "has: m" in err
