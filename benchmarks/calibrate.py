@@ -5,11 +5,13 @@ at a few batch shapes, written into the calibration table
 Each family is timed through one params.yaml entry (``--models``, default: the first
 entry of each family), built by the registry as a run builds it. A training step is
 zero_grad, forward, loss (cross-entropy over K = 4 classes; MSE for a family that only
-outputs per step), backward, Adam's step, on random values with unit time steps; an eval
-is a forward pass under ``torch.no_grad`` in eval mode. After one warm-up step each, the
-median of ``--steps`` timed steps (and as many evals) is kept, with the entry's forward
-MMac per row (``complexity.mmac(convention="full")``). Fitted families (QUANT, Hydra,
-ExtraTrees) are timed by one fit of B rows and one prediction of B rows.
+outputs per step), reading the loss, backward, the gradient clipping and the optimiser
+of params.yaml's ``protocol`` (``train.optim.build_optimizer``: its parameter groups), on
+random values with unit time steps; an eval is a forward pass under ``torch.no_grad`` in
+eval mode. After one warm-up step each, the median of ``--steps`` timed steps (and as many
+evals) is kept, with the entry's forward MMac per row
+(``complexity.mmac(convention="full")``). Fitted families (QUANT, Hydra, ExtraTrees) are
+timed by one fit of B rows and one prediction of B rows.
 
 The machine's earlier rows (same ``--machine``) are replaced; the other machines' rows
 are kept. ``--dry-run`` prints the rows without writing.
@@ -48,13 +50,16 @@ def _sync(device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _time_torch(name: str, entry: dict, B: int, C: int, L: int, steps: int, device):
-    """(median step s, median eval s, forward MMac per row) of one entry at (B, C, L)."""
+def _time_torch(name, entry, protocol, B: int, C: int, L: int, steps: int, device):
+    """(median step s, median eval s, forward MMac per row) of one entry at (B, C, L);
+    the step as the protocol runs it (``protocol``: params.yaml's, for its optimiser, weight
+    decay and gradient clipping)."""
     import torch
     import torch.nn.functional as F
 
     from ssmbench.complexity import mmac
     from ssmbench.models import build_model, model_inputs, supports_per_step
+    from ssmbench.train.optim import build_optimizer
 
     torch.manual_seed(0)
     per_step = False
@@ -80,14 +85,19 @@ def _time_torch(name: str, entry: dict, B: int, C: int, L: int, steps: int, devi
     else:
         y = torch.randint(0, K, (B,), generator=gen).to(device)
         loss_fn = F.cross_entropy
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    optimizer = build_optimizer(model, protocol)
+    clip = protocol.get("grad_clip_norm")
 
     def step() -> float:
         model.train()
         _sync(device)
         start = time.perf_counter()
         optimizer.zero_grad(set_to_none=True)
-        loss_fn(model(x, **extra), y).backward()
+        loss = loss_fn(model(x, **extra), y)
+        float(loss.detach())  # the protocol reads every batch's loss (its finiteness check)
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         optimizer.step()
         _sync(device)
         return time.perf_counter() - start
@@ -194,7 +204,9 @@ def main(argv=None) -> int:
                     step_s, eval_s = _time_estimator(name, entry, B, C, L, args.threads)
                     macs = None
                 else:
-                    step_s, eval_s, macs = _time_torch(name, entry, B, C, L, args.steps, device)
+                    step_s, eval_s, macs = _time_torch(
+                        name, entry, params["protocol"], B, C, L, args.steps, device
+                    )
             except Exception as exc:  # say which entry and shape, keep measuring the rest
                 print(f"{name:<16}{family:<13}{f'{B}x{C}x{L}':>16}  failed: {exc}", flush=True)
                 continue

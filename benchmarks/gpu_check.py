@@ -11,6 +11,11 @@
 3. MS4N and Mamba2: one training epoch (Adam, cross-entropy) over a synthetic MONSTER-sized
    set (8,192 rows, C = 9, L = 256, 6 classes: UCIActivity's shape) at batch 256: seconds
    per epoch and peak GPU memory.
+4. The scan each model with a recurrence takes on this device as a run trains it (its
+   params.yaml entry, one forward pass): the name its layers record
+   (``ssmbench.models.scan_paths``, the run record's ``scan``): fused (mamba_ssm's kernels),
+   parallel, chunked, stepwise or sequential (pure PyTorch); "none" for a model without a
+   scan. Sections 1 and 3 print the scan of each pass they time as well.
 
     .venv/bin/python benchmarks/gpu_check.py            # on the GPU
     .venv/bin/python benchmarks/gpu_check.py --small    # any machine: tiny sizes, a dry run
@@ -70,6 +75,13 @@ def _fwd_bwd(model, x, y):
     return run
 
 
+def _scan(model) -> str:
+    """The scan path(s) ``model``'s last forward pass ran, or "none" (no scan layer)."""
+    from ssmbench.models.scan_paths import scan_of
+
+    return scan_of(model) or "none"
+
+
 def check_mamba(device: torch.device, B: int, C: int, L: int, repeats: int) -> None:
     from ssmbench.models.mamba_scan import fused_available
 
@@ -90,15 +102,17 @@ def check_mamba(device: torch.device, B: int, C: int, L: int, repeats: int) -> N
             run()
             logits = model(x).detach()
             grads = [p.grad.detach().clone() for p in model.parameters() if p.grad is not None]
-            results[path] = (logits, grads, _timed(run, device, repeats))
-        line = f"    {name}: pure {results['pure'][2] * 1e3:.1f} ms/step"
+            results[path] = (logits, grads, _timed(run, device, repeats), _scan(model))
+        t_p, scan_p = results["pure"][2:]
+        line = f"    {name}: pure {t_p * 1e3:.1f} ms/step [scan: {scan_p}]"
         if fused:
-            logits_f, grads_f, t_f = results["fused"]
-            logits_p, grads_p, _ = results["pure"]
+            logits_f, grads_f, t_f, scan_f = results["fused"]
+            logits_p, grads_p, _, _ = results["pure"]
             scale = max(g.abs().max().item() for g in grads_p) or 1.0
             pairs = zip(grads_f, grads_p, strict=True)
             grad_diff = max((a - b).abs().max().item() for a, b in pairs) / scale
-            line += (f", fused {t_f * 1e3:.1f} ms/step ({results['pure'][2] / t_f:.1f}x); "
+            line += (f", fused {t_f * 1e3:.1f} ms/step [scan: {scan_f}] "
+                     f"({t_p / t_f:.1f}x); "
                      f"max |Δ logits| {(logits_f - logits_p).abs().max().item():.2e}, "
                      f"max |Δ grad| / max |grad| {grad_diff:.2e}")  # fmt: skip
         print(line, flush=True)
@@ -145,8 +159,30 @@ def check_epochs(device: torch.device, N: int, C: int, L: int, batch: int) -> No
         seconds = time.perf_counter() - t0
         peak = (f", peak GPU memory {torch.cuda.max_memory_allocated(device) / 2**20:,.0f} MiB"
                 if device.type == "cuda" else "")  # fmt: skip
-        print(f"    {name}: {seconds:.2f} s/epoch, final batch loss {loss.item():.3f}{peak}",
-              flush=True)  # fmt: skip
+        print(f"    {name}: {seconds:.2f} s/epoch, final batch loss {loss.item():.3f}{peak} "
+              f"[scan: {_scan(model)}]", flush=True)  # fmt: skip
+
+
+#: params.yaml entries whose layers have a scan (and MS4N, which has none), for section 4
+SCAN_MODELS = ("Mamba1", "Mamba1-logncde", "Mamba2", "TIDES", "S5", "S5-logncde", "MambaS",
+               "FF-TIDES", "MS4N")  # fmt: skip
+
+
+def check_scans(device: torch.device, B: int, C: int, L: int) -> None:
+    """Section 4: one forward pass of each ``SCAN_MODELS`` entry as a run builds it, and
+    the scan its layers took."""
+    from ssmbench.models import model_inputs
+
+    print(f"[4] the scan each model takes on {device.type}, B={B} C={C} L={L}")
+    x = torch.randn(B, C, L, device=device)
+    extra = {"steps": torch.ones(B, L, device=device),
+             "mask": torch.ones(B, C, L, dtype=torch.bool, device=device)}  # fmt: skip
+    for name in SCAN_MODELS:
+        model = _model(name, C, 4, L, device).train()
+        inputs = {k: v for k, v in extra.items() if k in model_inputs(model)}
+        with torch.no_grad():
+            model(x, **inputs)
+        print(f"    {name}: {_scan(model)}", flush=True)
 
 
 def main(argv=None) -> int:
@@ -165,10 +201,12 @@ def main(argv=None) -> int:
         check_mamba(device, 2, 3, 64, 1)
         check_convtran(device, 2, 3, 64, 1)
         check_epochs(device, 64, 3, 32, 32)
+        check_scans(device, 2, 3, 32)
     else:
         check_mamba(device, 64, 9, 1024, 5)
         check_convtran(device, 64, 9, 1024, 5)
         check_epochs(device, 8192, 9, 256, 256)
+        check_scans(device, 8, 9, 256)
     print(f"total {time.perf_counter() - start:.1f} s")
     return 0
 

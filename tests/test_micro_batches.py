@@ -1,6 +1,7 @@
 """micro_batch_rows: a batch's forward and backward in parts of a few rows gives the whole
 batch's gradient (classification, masked per-step regression, a model regulariser) and,
-through the protocol, the same run; models with batch statistics are refused."""
+through the protocol, the same run; models with batch statistics are refused; the parts
+apply on the CPU only (a GPU run trains whole batches and says why)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from test_protocol import _regression_folder, _regression_spec, basic_motions, s
 from ssmbench.config import ConfigError
 from ssmbench.models import MS4Classifier
 from ssmbench.models.tides import TIDESClassifier
-from ssmbench.train.micro_batches import backward_batch, check_micro_batching
+from ssmbench.train.micro_batches import (
+    backward_batch,
+    check_micro_batching,
+    effective_micro_batch_rows,
+    micro_batches_record,
+)
 from ssmbench.train.objective import Objective
 from ssmbench.train.protocol import run_job
 
@@ -100,6 +106,26 @@ def test_a_run_in_parts_is_the_same_run(basic_motions, tmp_path):  # noqa: F811
     np.testing.assert_allclose(curves[1]["val_loss"], curves[0]["val_loss"], rtol=1e-4)
     assert parts["test_loss"] == pytest.approx(whole["test_loss"], rel=1e-4)
     assert parts["protocol"]["micro_batch_rows"] == 3  # the record says how it was trained
+    assert parts["micro_batches"] == {"rows": 3, "applied": True, "reason": None}
+    assert whole["micro_batches"] is None
+    assert whole["scan"] is None  # MS4N: a convolution kernel, no scan
+
+
+@pytest.mark.parametrize("device", ["cpu", torch.device("cpu")])
+def test_parts_apply_on_the_cpu(device):
+    assert effective_micro_batch_rows(4, device) == (4, None)
+    assert effective_micro_batch_rows(None, device) == (None, None)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:1", torch.device("cuda", 0)])
+def test_parts_do_not_apply_on_a_gpu_and_say_why(device):
+    rows, reason = effective_micro_batch_rows(4, device)
+    assert rows is None  # the whole batch
+    assert reason.startswith("micro_batch_rows = 4 is not applied on cuda: ")
+    assert "the same gradient" in reason
+    assert micro_batches_record(4, reason) == {"rows": 4, "applied": False, "reason": reason}
+    assert effective_micro_batch_rows(None, device) == (None, None)  # nothing asked
+    assert micro_batches_record(None, None) is None
 
 
 def test_a_run_refuses_parts_for_a_batchnorm_model(tmp_path):

@@ -280,6 +280,8 @@ def _rerun(runs_dir: Path, hours: int) -> None:
             device="cuda",
             device_name="NVIDIA H200",
             threads=8,
+            scan="fused (mamba_ssm selective_scan_fn)",
+            micro_batches={"rows": 2, "applied": False, "reason": "not applied on cuda"},
             cpu="another CPU",
             cpu_count=64,
             platform="Linux-x",

@@ -1,6 +1,7 @@
 """Mamba1 (selective SSM, S6) and Mamba2 (SSD): the mixers, their MAC counts and the classifiers.
 
-The scans the mixers run (pure PyTorch, or mamba_ssm's fused kernels) are in ``mamba_scan.py``.
+The scans the mixers run (pure PyTorch, or mamba_ssm's fused kernels) are in ``mamba_scan.py``;
+each mixer names the one its last forward pass ran in ``scan_path`` (``scan_paths.py``).
 
 Sources
 -------
@@ -169,6 +170,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from . import scan_paths
 from .frame import (
     ClassifierHead,
     CountedMeanOverSteps,
@@ -176,7 +178,13 @@ from .frame import (
     optional_dropout,
     with_time_channel,
 )
-from .mamba_scan import fused_chunk_scan, fused_selective_scan, selective_scan, ssd_scan
+from .mamba_scan import (
+    fused_chunk_scan,
+    fused_selective_scan,
+    resolve_method,
+    selective_scan,
+    ssd_scan,
+)
 
 __all__ = [
     "MODEL_ENTRIES",
@@ -313,6 +321,8 @@ class Mamba1Mixer(nn.Module):
     use_fused = True
     #: the pure-PyTorch scan's method (``mamba_scan.SCAN_METHODS``; auto: by device)
     scan_method = "auto"
+    #: the scan the last forward pass ran (``scan_paths``; None: none has run)
+    scan_path: str | None = None
 
     def __init__(
         self,
@@ -358,6 +368,7 @@ class Mamba1Mixer(nn.Module):
         A = -torch.exp(self.A_log.float())  # (E, N)
         fused = fused_selective_scan() if (self.use_fused and x.is_cuda) else None
         if fused is not None:
+            self.scan_path = scan_paths.FUSED_SELECTIVE
             y = fused(
                 u.contiguous(),
                 delta.contiguous(),
@@ -370,6 +381,11 @@ class Mamba1Mixer(nn.Module):
                 delta_softplus=True,
             )
         else:
+            method = resolve_method(self.scan_method, x.device)
+            self.scan_path = (
+                scan_paths.STEPWISE_SELECTIVE if method == "stepwise"
+                else scan_paths.PARALLEL_SELECTIVE
+            )  # fmt: skip
             y = selective_scan(
                 u,
                 delta,
@@ -381,7 +397,7 @@ class Mamba1Mixer(nn.Module):
                 delta_bias=self.dt_proj.bias,
                 delta_softplus=True,
                 chunk_size=self.chunk_size,
-                method=self.scan_method,
+                method=method,
             )
         return F.linear(y.transpose(1, 2), self.out_proj.weight, self.out_proj.bias)
 
@@ -401,6 +417,8 @@ class Mamba2Mixer(nn.Module):
 
     #: use mamba_ssm's fused chunk scan when importable and the input is on CUDA
     use_fused = True
+    #: the scan the last forward pass ran (``scan_paths``; None: none has run)
+    scan_path: str | None = None
 
     def __init__(
         self,
@@ -449,6 +467,7 @@ class Mamba2Mixer(nn.Module):
         A = -torch.exp(self.A_log.float())  # (h)
         fused = fused_chunk_scan() if (self.use_fused and x.is_cuda) else None
         if fused is not None:
+            self.scan_path = scan_paths.FUSED_CHUNK
             y = fused(
                 xs.contiguous(),
                 dt.contiguous(),
@@ -462,6 +481,7 @@ class Mamba2Mixer(nn.Module):
                 dt_softplus=True,
             )
         else:
+            self.scan_path = scan_paths.PARALLEL_SSD
             delta = F.softplus(dt + self.dt_bias)  # (B, L, h)
             y = ssd_scan(xs, delta, A, Bt, Ct, self.D, chunk_size=self.chunk_size)
         y = y.reshape(Bsz, L, E)

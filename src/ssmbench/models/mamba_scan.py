@@ -71,6 +71,7 @@ __all__ = [
     "fused_chunk_scan",
     "fused_selective_scan",
     "linear_scan",
+    "resolve_method",
     "selective_scan",
     "selective_scan_recurrence",
     "ssd_recurrence",
@@ -101,6 +102,16 @@ def fused_chunk_scan():
 def fused_available() -> bool:
     """Whether both fused mamba_ssm kernels can be imported (they also need CUDA tensors)."""
     return fused_selective_scan() is not None and fused_chunk_scan() is not None
+
+
+def resolve_method(method: str, device: torch.device) -> str:
+    """``selective_scan``'s method on ``device``: ``method``, or for ``auto`` stepwise on the
+    CPU and parallel elsewhere (module docstring)."""
+    if method not in SCAN_METHODS:
+        raise ValueError(f"method must be one of {list(SCAN_METHODS)}, got {method!r}")
+    if method == "auto":
+        return "stepwise" if device.type == "cpu" else "parallel"
+    return method
 
 
 # --- scans -----------------------------------------------------------------------------------
@@ -246,8 +257,7 @@ def selective_scan(
     (a parallel scan per chunk, checkpointed) or ``auto``: stepwise on the CPU, parallel
     elsewhere (module docstring).
     """
-    if method not in SCAN_METHODS:
-        raise ValueError(f"method must be one of {list(SCAN_METHODS)}, got {method!r}")
+    method = resolve_method(method, u.device)
     if delta_bias is not None:
         delta = delta + delta_bias.unsqueeze(-1)
     if delta_softplus:
@@ -256,8 +266,6 @@ def selective_scan(
     # time-first copies (L, b, .) so that every step of the scan is one contiguous block
     u_t, delta_t = u.permute(2, 0, 1).contiguous(), delta.permute(2, 0, 1).contiguous()
     B_t, C_t = B.permute(2, 0, 1).contiguous(), C.permute(2, 0, 1).contiguous()
-    if method == "auto":
-        method = "stepwise" if u.device.type == "cpu" else "parallel"
     if method == "stepwise":
         y = _StepwiseSelectiveScan.apply(u_t, delta_t, A.contiguous(), B_t, C_t, chunk_size)
     else:

@@ -49,6 +49,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from . import scan_paths
 from .frame import SequenceClassifier
 
 #: Each of the three modes' values.
@@ -71,6 +72,8 @@ class MinimalSSMClassifier(SequenceClassifier):
     #: the values each string hyperparameter may take (``ssmbench check`` holds params.yaml
     #: to them before any job runs)
     CHOICES = {"lambda_re_mode": MODES, "bc_mode": MODES, "step_mode": STEP_MODES}
+    #: the scan the last forward pass ran (``scan_paths``; None: none has run)
+    scan_path: str | None = None
 
     def __init__(
         self,
@@ -158,6 +161,7 @@ class MinimalSSMClassifier(SequenceClassifier):
         Bu = scale * Bu
         h = torch.zeros(Bsz, P, dtype=u.dtype, device=u.device)
         states = []
+        self.scan_path = scan_paths.SEQUENTIAL_LOOP
         for t in range(L):
             h = lam_bar[:, t] * h + Bu[:, t]
             states.append(h)

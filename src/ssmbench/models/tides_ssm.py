@@ -21,6 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+from . import scan_paths
 from .tides_products import drive_products, quadratic_forms, readout_products, write_steps
 from .tides_scan import DISCRETIZATIONS, discretize, linear_scan, recurrent_scan, zoh_elements
 
@@ -210,6 +211,8 @@ class TIDESSSM(nn.Module):
     #: the static SSM leaves (those a mode keeps LTI): the TIDES reference's "ssm" group
     #: (train.optim, param_groups: tides: lr without weight decay)
     CORE_PARAMETERS = ("Lambda_re", "Lambda_im", "B", "C")
+    #: the scan the last forward pass (or step) ran (``scan_paths``; None: none has run)
+    scan_path: str | None = None
 
     def __init__(
         self,
@@ -601,7 +604,9 @@ class TIDESSSM(nn.Module):
     def forward(self, u: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
         """u (B, L, H), steps (B, L) -> (B, L, H). ``self.recurrent``: step by step."""
         if self.recurrent:
+            self.scan_path = scan_paths.SEQUENTIAL_RECURRENT
             return self._forward_recurrent(u, steps)
+        self.scan_path = scan_paths.CHUNKED_LINEAR
         # time first: each step of the scan, and each chunk of steps, is one contiguous block
         u_t = u.transpose(0, 1).contiguous()  # (L, B, H)
         steps_t = steps.transpose(0, 1)  # (L, B)
@@ -682,6 +687,7 @@ class TIDESSSM(nn.Module):
         """One time step: u_t (B, H), dt_t (B,), state (B, S) (None: zeros) -> (y_t, state)."""
         if self.bidirectional:
             raise ValueError("a bidirectional layer has no step mode (it reads the future)")
+        self.scan_path = scan_paths.SEQUENTIAL_RECURRENT
         a, b = self._elements(u_t.unsqueeze(1), dt_t.unsqueeze(1), True)  # (B, 1, S)
         h = b[:, 0] if state is None else a[:, 0] * state + b[:, 0]
         return self._output(u_t.unsqueeze(1), h.unsqueeze(1), True)[:, 0], h

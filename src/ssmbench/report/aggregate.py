@@ -14,8 +14,8 @@ Conventions (documented here because the paper leaves them implicit):
 metrics.csv holds results only, so that a rerun with the same results leaves it byte for
 byte as it was: what a run is (benchmark, dataset, model, fold, seed, settings, sizes) and
 what it measured. Where, when and with what it ran (``NOT_IN_METRICS``: wall-clock times,
-host and hardware, the job, git, library versions, the code digest and data checksums)
-stays in the records.
+host and hardware, the scan path and micro-batches the device chose, the job, git, library
+versions, the code digest and data checksums) stays in the records.
 """
 
 from __future__ import annotations
@@ -69,6 +69,8 @@ RECORD_KEYS = (
     "mmac",
     "device",
     "threads",
+    "scan",
+    "micro_batches",
     "versions",
     "git_commit",
     "git_dirty",
@@ -79,8 +81,10 @@ RECORD_KEYS = (
     "tuned",
 )
 #: Record keys left out of metrics.csv: provenance (``train.records.PROVENANCE_KEYS``),
-#: wall-clock times, the device the run used, the fingerprints of its code, data and
-#: curve (the curve holds wall-clock times), and the probes' arrays (train/probes.py).
+#: wall-clock times, the device the run used and how it ran there (the scan path its
+#: layers took, whether micro-batches were applied: both follow the device, neither
+#: changes a result), the fingerprints of its code, data and curve (the curve holds
+#: wall-clock times), and the probes' arrays (train/probes.py).
 NOT_IN_METRICS = (
     *PROVENANCE_KEYS,
     "train_seconds",
@@ -88,6 +92,8 @@ NOT_IN_METRICS = (
     "device",
     "device_name",
     "threads",
+    "scan",
+    "micro_batches",
     "code_digest",
     "dataset_sha256",
     "curve_sha256",

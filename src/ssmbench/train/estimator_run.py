@@ -101,5 +101,7 @@ def run_estimator(
             "device": "cpu",
             "device_name": None,
             "threads": int(threads),
+            "scan": None,
+            "micro_batches": None,
         },
     )  # fmt: skip

@@ -11,7 +11,12 @@ heap memory, where a whole batch's tensors are fresh mappings whose pages the ke
 zero-fills on every allocation. MS4N at B = 64, L = 10,000 trains a step 2.8x faster in
 parts of 2 rows than whole, with an eighth of the peak memory (benchmarks/bench_kernel.py
 at 3310f7d, docs/benchmarks.md). On a GPU the caching allocator has no such cost and small
-parts use the device less well: leave it unset (null) there.
+parts use the device less well (MS4N's step on an H200 in parts: 2.7x slower than whole at
+L = 1,000, 9.2x at 10,000; issue 33), so the setting is a CPU one: a run on any other device
+trains each batch whole and says so (``effective_micro_batch_rows``: a warning in the log,
+the record's ``micro_batches``). That changes no result: the gradient is the same within
+float rounding either way (only dropout's masks are drawn per part, from the same
+distribution).
 
 Refused for models with batch statistics (BatchNorm in training mode normalises over the
 rows it sees, so parts would change the model), and with dropout the masks are drawn per
@@ -46,6 +51,32 @@ def check_micro_batching(model: nn.Module, rows: int | None, where: str) -> None
             f"batch statistics ({', '.join(norms)}), which parts of a batch would not share. "
             "Set micro_batch_rows: null for this benchmark (or suite) in params.yaml."
         )
+
+
+def effective_micro_batch_rows(
+    rows: int | None, device: torch.device | str
+) -> tuple[int | None, str | None]:
+    """The rows per part a run on ``device`` uses for the ``micro_batch_rows`` setting
+    ``rows`` (None: the whole batch), and why it does not use ``rows`` (None when it does).
+
+    Parts are a CPU setting (module docstring): applied on the CPU, and on any other device
+    the whole batch, with the reason to log and record."""
+    device = torch.device(device)
+    if rows is None or device.type == "cpu":
+        return rows, None
+    return None, (
+        f"micro_batch_rows = {rows} is not applied on {device.type}: parts of a batch help "
+        "the CPU's heap only and slow a GPU down, so each batch is one forward/backward "
+        "there (the same gradient within float rounding: the same results)"
+    )
+
+
+def micro_batches_record(asked: int | None, reason: str | None) -> dict | None:
+    """The record's ``micro_batches``: None when ``micro_batch_rows`` is null; else the rows
+    asked, whether the run used them, and ``effective_micro_batch_rows``' reason if not."""
+    if asked is None:
+        return None
+    return {"rows": asked, "applied": reason is None, "reason": reason}
 
 
 def backward_batch(

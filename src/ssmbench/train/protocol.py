@@ -39,13 +39,19 @@ from pathlib import Path
 import torch
 
 from ssmbench.models import is_estimator, model_inputs
+from ssmbench.models.scan_paths import scan_of
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.batch_order import plan_order
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
 from ssmbench.train.checks import LossLimit, check_loss
 from ssmbench.train.estimator_run import run_estimator
 from ssmbench.train.evaluation import batches_of, score_test_sets
-from ssmbench.train.micro_batches import backward_batch, check_micro_batching
+from ssmbench.train.micro_batches import (
+    backward_batch,
+    check_micro_batching,
+    effective_micro_batch_rows,
+    micro_batches_record,
+)
 from ssmbench.train.optim import build_optimizer, lr_factor_at, set_epoch_lr
 from ssmbench.train.probes import run_probes
 from ssmbench.train.run_record import write_run
@@ -193,9 +199,12 @@ class _DeepTraining:
             self.data.dataset.meta.get("n_classes"),
             self.data.target_var(self.data.train_idx),
         )  # fmt: skip
-        # rows per forward/backward within a batch (None: the whole batch): same gradient
-        self.micro_batch_rows = settings.get("micro_batch_rows")
-        check_micro_batching(self.model, self.micro_batch_rows, ckpt.run_name(run.spec))
+        # rows per forward/backward within a batch (None: the whole batch): same gradient.
+        # Refused for a model it would change wherever the run is; applied on the CPU only.
+        asked = settings.get("micro_batch_rows")
+        check_micro_batching(self.model, asked, ckpt.run_name(run.spec))
+        self.micro_batch_rows, not_applied = effective_micro_batch_rows(asked, run.device)
+        self.micro_batches = micro_batches_record(asked, not_applied)
         # A checkpoint at the end of every `every`-th epoch, but not within `min_seconds` of
         # the last one (runs whose epochs take milliseconds would spend their time writing).
         self.every = int(settings.get("checkpoint_every", 1) or 0)
@@ -219,6 +228,8 @@ class _DeepTraining:
             f"max_epochs={self.max_epochs} patience={self.patience} "
             f"val_interval={self.val_interval} val_split={self.data.val_split}"
         )
+        if not_applied:
+            log(f"warning: [{self.name}] {not_applied}; the record says so (micro_batches)")
         data = self.data
         if data.reading is not None:
             trial = " (a tuning trial: through the memory map)" if not data.into_memory else ""
@@ -314,8 +325,12 @@ class _DeepTraining:
         last_saved = (state.epoch, state.step) if self.resumed else None  # what it holds
         if self.stop.requested:  # before any work: an existing checkpoint stays as it is
             raise self._interrupted(saved=False)
+        first = True
         while state.epoch <= self.max_epochs and not state.stopped_early:
             train_loss, train_acc, epoch_start = self._train_epoch()
+            if first:  # the scan the layers chose on this device (the record's "scan")
+                self.log(f"[{self.name}] scan: {scan_of(self.model) or 'none (no scan layer)'}")
+                first = False
             saved = self._end_epoch(train_loss, train_acc, epoch_start)
             if saved:
                 last_saved = (state.epoch, 0)
@@ -502,6 +517,10 @@ class _DeepTraining:
                 "device": str(device),
                 "device_name": torch.cuda.get_device_name() if device.type == "cuda" else None,
                 "threads": torch.get_num_threads(),
+                # the scan path(s) the model's layers ran (ssmbench.models.scan_paths); null:
+                # no scan layer
+                "scan": scan_of(self.model),
+                "micro_batches": self.micro_batches,
             },
         )  # fmt: skip
         if self.stop.requested and self.checkpoint_path is not None:

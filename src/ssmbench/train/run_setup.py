@@ -200,6 +200,10 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
     settings = spec["settings"]
     fold = int(spec["fold"])
     seed = int(settings.get("seed_base", 0)) + fold
+    # Intra-op threads of the CPU's kernels (the job's `threads`, its SLURM cpus_per_task).
+    # Set on a GPU run too, where they run the work left on the host (gathering batches;
+    # the signatures Log-NCDE and RFormer compute with pysiglib on the CPU); no GPU kernel
+    # reads them, so the setting costs a GPU run nothing.
     torch.set_num_threads(max(1, int(threads)))
     seed_everything(seed, settings.get("deterministic", True))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
