@@ -135,7 +135,7 @@ def test_the_default_suites_bill_by_hand(tmp_path):
     assert runs["uea/BasicMotions/S4D/fold0"].seconds is None
     text = format_bill(bill, params)
     assert "no calibration for family 's4d' on m" in text
-    assert "S4D, 4 runs" in text
+    assert "4 runs of S4D on uea/BasicMotions, uea/JapaneseVowels" in text
 
 
 def test_a_run_over_its_runtime_is_listed_with_the_setting_to_change(tmp_path):
@@ -146,6 +146,7 @@ def test_a_run_over_its_runtime_is_listed_with_the_setting_to_change(tmp_path):
     text = format_bill(bill, params)
     assert "exceeds their size class's runtime" in text
     assert "set resources.train.models.MS4N.sizes.small.runtime:" in text
+    assert "MS4N, 4 runs on uea/BasicMotions, uea/JapaneseVowels: up to" in text
     small = params["resources"]["train"]["sizes"]["small"]
     line = next(ln for ln in text.splitlines() if ln.startswith("small"))
     n_small = sum(1 for e in bill.estimates if e.size_class == "small")

@@ -420,35 +420,37 @@ def format_bill(bill: Bill, params: dict) -> str:
             f"{model:<22}{stage:<7}{n_label:>6}{ep:>8}{_hours(cpu_h):>12}{_hours(gpu_h):>12}"
             f"{wall / 3600:>11.2f}{missing:>13}"
         )
-    over = _collapse([e for e in ests if e.over_limit])
+    over: dict[tuple, list[RunEstimate]] = defaultdict(list)
+    for e in ests:
+        if e.over_limit:
+            over[(e.job.model, e.stage, e.size_class, e.runtime_min)].append(e)
     lines.append("")
     if over:
-        lines.append(f"Runs whose estimate exceeds their size class's runtime ({len(over)}):")
-        for (bench, dataset, model, stage, size, limit), group in over.items():
-            longest = max(e.seconds for e in group)
-            need = math.ceil(1.25 * longest / 60.0 / 30.0) * 30  # minutes, 25% margin
-            folds = ",".join(str(e.job.fold) for e in group)
-            what = "a trial" if stage == "tune" else "a run"
+        n_over = sum(len(g) for g in over.values())
+        lines.append(f"Runs whose estimate exceeds their size class's runtime ({n_over}):")
+        for (model, stage, size, limit), group in over.items():
+            worst = max(group, key=lambda e: e.seconds)
+            need = math.ceil(1.25 * worst.seconds / 60.0 / 30.0) * 30  # minutes, 25% margin
+            what = "trials" if stage == "tune" else "runs"
             lines.append(
-                f"  {bench}/{dataset}/{model} folds {folds}: {what} ~{longest / 3600:.1f} h > "
-                f"{limit:g} min ({size}); set resources.train.models.{model}.sizes.{size}."
-                f"runtime: {need} (minutes) in params.yaml"
+                f"  {model}, {len(group)} {what} on {_datasets(group)}: up to "
+                f"~{worst.seconds / 3600:.1f} h ({worst.job.dataset}) > {limit:g} min ({size}); "
+                f"set resources.train.models.{model}.sizes.{size}.runtime: {need} (minutes)"
             )
     else:
         lines.append("No run's estimate exceeds its size class's runtime.")
-    missing: dict[tuple[str, str], list[RunEstimate]] = defaultdict(list)
+    missing: dict[str, list[RunEstimate]] = defaultdict(list)
     for e in ests:
         if e.seconds is None:
-            missing[(e.problem or "", e.job.model)].append(e)
+            missing[e.problem or ""].append(e)
     if missing:
         lines.append("")
         lines.append(f"Not estimated ({sum(len(g) for g in missing.values())} runs):")
-        for (problem, model), group in missing.items():
-            datasets = sorted({f"{e.job.benchmark}/{e.job.dataset}" for e in group})
-            shown = ", ".join(datasets[:4]) + (
-                f" and {len(datasets) - 4} more" if len(datasets) > 4 else ""
+        for problem, group in missing.items():
+            models = sorted({e.job.model for e in group})
+            lines.append(
+                f"  {problem}: {len(group)} runs of {', '.join(models)} on {_datasets(group)}"
             )
-            lines.append(f"  {model}, {len(group)} runs ({shown}): {problem}")
     lines.append("")
     lines.append(
         "Estimate: epochs x (batches x s/step + validation batches x s/forward) + test, "
@@ -460,12 +462,11 @@ def format_bill(bill: Bill, params: dict) -> str:
     return "\n".join(lines)
 
 
-def _collapse(ests: list[RunEstimate]) -> dict[tuple, list[RunEstimate]]:
-    out: dict[tuple, list[RunEstimate]] = defaultdict(list)
-    for e in ests:
-        key = (e.job.benchmark, e.job.dataset, e.job.model, e.stage, e.size_class, e.runtime_min)
-        out[key].append(e)
-    return out
+def _datasets(group: list[RunEstimate], shown: int = 3) -> str:
+    """The datasets of ``group``: the first ``shown`` names, then how many more."""
+    names = sorted({f"{e.job.benchmark}/{e.job.dataset}" for e in group})
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
 
 
 # ----------------------------------------------------------------------------- error
