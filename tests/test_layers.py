@@ -29,9 +29,11 @@ LAYERS = {
     "ssmbench.resources": 2,
     "ssmbench.search_space": 2,
     "ssmbench.series_lengths": 2,
+    "ssmbench.step_costs": 2,
     "ssmbench.train": 3,
     "ssmbench.report": 4,
     "ssmbench.status": 4,
+    "ssmbench.plan": 4,
     "ssmbench.cli": 5,
     "ssmbench.__main__": 5,
 }
