@@ -28,12 +28,20 @@ def _declared(entries) -> list[Path]:
     return paths
 
 
+def by_name_of(outputs) -> dict:
+    return {o.name: o.path for o in outputs}
+
+
 def test_every_output_has_a_name_a_kind_and_a_path():
     outputs = report_outputs("results", "figures", ["uea", "monster", "uea"])
     names = [o.name for o in outputs]
-    # 4 fixed files, the scorecard (2), tables 1-5 (3 formats each), figures 1, 3-9,
-    # 10 per benchmark, CD ours and paper's per benchmark, the training curves (2 each)
-    assert len(names) == len(set(names)) == 4 + 2 + 5 * 3 + (1 + 7 + 2 + 4 + 1) * 2
+    # 4 fixed files, the scorecard (2), tables 1-5 and the selection-optimism table (3
+    # formats each), figures 1, 3-9, 10 per benchmark, CD ours and paper's per benchmark,
+    # the training curves (2 each)
+    assert len(names) == len(set(names)) == 4 + 2 + 6 * 3 + (1 + 7 + 2 + 4 + 1) * 2
+    assert by_name_of(outputs)["selection_optimism_md"] == Path(
+        "results/tables/selection_optimism.md"
+    )
     assert {o.kind for o in outputs} == set(KINDS)
     by_name = {o.name: o.path for o in outputs}
     assert by_name["metrics_csv"] == Path("results/metrics.csv")

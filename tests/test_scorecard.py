@@ -105,20 +105,23 @@ def test_missing_paper_std_and_error():
     assert card["agree"].iloc[0] and math.isnan(card["z"].iloc[0])
 
 
-def test_counts_are_sorted_ints():
+def test_counts_per_model_agreement_signed_difference_above_below():
     counts = scorecard_counts(scorecard(OURS, PAPER))
+    same = {"above": 0, "agree": 1, "below": 0, "compared": 1, "mean_diff": 0.0}
     assert counts == {
-        "monster": {"MS4N": {"agree": 1, "compared": 1}, "all": {"agree": 1, "compared": 1}},
+        "monster": {"MS4N": same, "all": same},
         "uea": {
-            "FCN": {"agree": 0, "compared": 1},
-            "MS4N": {"agree": 2, "compared": 3},
-            "all": {"agree": 2, "compared": 4},
+            "FCN": {"above": 1, "agree": 0, "below": 0, "compared": 1, "mean_diff": 0.1},
+            # diffs 0.05, 0.02, -0.08
+            "MS4N": {"above": 2, "agree": 2, "below": 1, "compared": 3, "mean_diff": -0.003333},
+            "all": {"above": 3, "agree": 2, "below": 1, "compared": 4, "mean_diff": 0.0225},
         },
     }
     assert json.dumps(counts) == json.dumps(counts, sort_keys=True)  # stable order
     for models in counts.values():
         for c in models.values():
-            assert all(type(v) is int for v in c.values())
+            assert all(type(c[k]) is int for k in ("above", "agree", "below", "compared"))
+            assert type(c["mean_diff"]) is float
 
 
 def test_write_scorecard(tmp_path):
@@ -128,8 +131,15 @@ def test_write_scorecard(tmp_path):
     md = paths["md"].read_text(encoding="utf-8")
     first = md.splitlines()[0]
     assert first.startswith("A cell agrees when |ours − paper| ≤ max(2 · σ_paper, 0.03)")
-    assert "| uea         | FCN     | 0       | 1          |" in md  # per-model summary
-    assert "| uea         | all     | 2       | 4          |" in md
+    summary = md[md.index("## Agreement per model") : md.index("## Cells")]
+    fcn = next(line for line in summary.splitlines() if "| FCN" in line)
+    assert [c.strip() for c in fcn.strip("|").split("|")] == [
+        "uea", "FCN", "0", "1", "0%", "+0.100", "1", "0",
+    ]  # agree, compared, share, mean ours − paper, above, below
+    total = next(line for line in summary.splitlines() if "| all" in line and "uea" in line)
+    assert [c.strip() for c in total.strip("|").split("|")][2:] == [
+        "2", "4", "50%", "+0.022", "3", "1",
+    ]
     assert "- S4D (uea, ours): 1 cell(s), no paper figure" in md
     cells = md[md.index("## Cells") :]
     assert cells.index("| FCN") < cells.index("| MS4N")  # worst first
@@ -163,8 +173,10 @@ def test_the_paper_against_itself_agrees_everywhere():
     assert card["agree"].all() and (card["diff"] == 0).all()
     assert (card["z"].fillna(0) == 0).all()
     counts = scorecard_counts(card)
-    assert counts["monster"]["all"] == {"agree": 406, "compared": 406}
-    assert counts["uea"]["MS4N"] == {"agree": 30, "compared": 30}
+    assert counts["monster"]["all"]["agree"] == counts["monster"]["all"]["compared"] == 406
+    assert counts["uea"]["MS4N"] == {
+        "above": 0, "agree": 30, "below": 0, "compared": 30, "mean_diff": 0.0,
+    }
     assert len(counts["uea"]) == 12 + 1
 
 

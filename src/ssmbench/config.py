@@ -44,6 +44,7 @@ PROTOCOL_KEYS = {
     "lr_schedule",
     "warmup_epochs",
     "reading",
+    "epoch_test_scores",
 }
 PROTOCOL_KEYS |= set(EXECUTION_KEYS)
 
@@ -51,7 +52,10 @@ PROTOCOL_KEYS |= set(EXECUTION_KEYS)
 #: training settings every benchmark can take (a benchmark may leave them to defaults)
 BATCH_AND_EPOCH_KEYS = {"max_epochs", "batch_size", "batch_min", "batch_max", "batch_fraction"}
 #: what a search space or a search's ``settings`` may set besides model hyperparameters
-TRAINING_KEYS = (PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS) - set(EXECUTION_KEYS)
+#: (never ``epoch_test_scores``: a tuning trial has no test rows to score)
+TRAINING_KEYS = (PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS) - set(EXECUTION_KEYS) - {
+    "epoch_test_scores"
+}
 
 
 @dataclass(frozen=True, order=True)

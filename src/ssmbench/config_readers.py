@@ -41,6 +41,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "*.grad_clip_norm": ("ssmbench.train.protocol:_DeepTraining",),
     "*.max_loss_ratio": ("ssmbench.train.protocol:_DeepTraining",),
     "*.micro_batch_rows": ("ssmbench.train.protocol:_DeepTraining",),
+    "protocol.epoch_test_scores": ("ssmbench.train.protocol:_DeepTraining",),
     "protocol.deterministic": ("ssmbench.train.run_setup:set_up",),
     "protocol.seed_base": ("ssmbench.train.run_setup:set_up",),
     # how a run reads X: into memory, or block-shuffled from disk (reading_plan.py)

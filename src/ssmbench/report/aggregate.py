@@ -84,7 +84,8 @@ RECORD_KEYS = (
 #: wall-clock times, the device the run used and how it ran there (the scan path its
 #: layers took, whether micro-batches were applied: both follow the device, neither
 #: changes a result), the fingerprints of its code, data and curve (the curve holds
-#: wall-clock times), and the probes' arrays (train/probes.py).
+#: wall-clock times), the probes' arrays (train/probes.py) and the file of the test
+#: split's per-epoch scores (a diagnostic that stays out of every result table).
 NOT_IN_METRICS = (
     *PROVENANCE_KEYS,
     "train_seconds",
@@ -98,6 +99,9 @@ NOT_IN_METRICS = (
     "dataset_sha256",
     "curve_sha256",
     "probes",
+    # the test split's per-epoch scores (train.epoch_test_scores): a diagnostic kept apart
+    "test_scores_file",
+    "test_scores_sha256",
 )
 #: Keys a record must have for the report to use it.
 REQUIRED_KEYS = ("benchmark", "dataset", "model", "fold", "test_error")

@@ -69,6 +69,7 @@ from .scorecard import (
     scorecard_counts,
     write_scorecard,
 )
+from .selection_optimism import selection_optimism_runs, selection_optimism_table
 from .style import message_figure
 from .tables import write_table
 from .uea6_table import uea6_results, write_uea6_table
@@ -178,6 +179,9 @@ def _draw(artefact: Artefact, stem: Path, ours, paper, curves, options) -> dict[
         return write_table(drop_rate_claims(options["drop_rate"]), stem)
     if key == "drop_rate":
         return drop_rate_figure(options["drop_rate"], stem)
+    if key == "selection_optimism":
+        return write_table(selection_optimism_table(options["selection_optimism"], full_paper),
+                           stem)  # fmt: skip
     if key == "uea6_results":
         return write_uea6_table(options["uea6"], stem)
     if key == "physiome_results":
@@ -342,6 +346,8 @@ def build_report(
         "im_ablation": im_ablation_results(records),
         "uea6": uea6_results(records),
         "physiome": physiome,
+        # the only reader of the runs' per-epoch test scores (kept apart from every result)
+        "selection_optimism": selection_optimism_runs(records, runs_dir),
     }
     if "monster" in benchmarks and model_entries:
         from .table4 import table4_comparison  # builds models: imports torch, only here

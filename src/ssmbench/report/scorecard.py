@@ -243,20 +243,29 @@ def scorecard(
     return card
 
 
+def _counts(cells: pd.DataFrame) -> dict:
+    """One model's (or a benchmark's) counts over its cells: agreeing of compared, the
+    mean signed difference ours − paper, and how many cells ours is above (a higher error
+    than the paper's) and below, at summary.json's 6 decimals (equal: neither)."""
+    diff = cells["diff"].astype(float).round(CSV_DECIMALS)
+    return {
+        "above": int((diff > 0).sum()),
+        "agree": int(cells["agree"].sum()),
+        "below": int((diff < 0).sum()),
+        "compared": int(len(cells)),
+        "mean_diff": round(float(diff.mean()), CSV_DECIMALS),
+    }
+
+
 def scorecard_counts(card: pd.DataFrame) -> dict:
-    """``{benchmark: {model: {"agree": k, "compared": n}, "all": {...}}}``, ints only and
-    every level's keys sorted (summary.json is a DVC metric); ``{}`` for an empty card."""
+    """``{benchmark: {model: {"above", "agree", "below", "compared", "mean_diff"}, "all":
+    {...}}}`` (``_counts``), every level's keys sorted (summary.json is a DVC metric:
+    ``dvc metrics diff`` shows each); ``{}`` for an empty card."""
     counts: dict = {}
     for bench in sorted(card["benchmark"].unique()):
         bcard = card[card["benchmark"] == bench]
-        entry = {
-            str(model): {
-                "agree": int(group["agree"].sum()),
-                "compared": int(len(group)),
-            }
-            for model, group in bcard.groupby("model", sort=True)
-        }
-        entry[ALL_MODELS] = {"agree": int(bcard["agree"].sum()), "compared": int(len(bcard))}
+        entry = {str(model): _counts(group) for model, group in bcard.groupby("model", sort=True)}
+        entry[ALL_MODELS] = _counts(bcard)
         counts[str(bench)] = {k: entry[k] for k in sorted(entry)}
     return counts
 
@@ -340,9 +349,14 @@ def _summary_table(counts: dict) -> pd.DataFrame:
                     "agree": str(c["agree"]),
                     "compared": str(c["compared"]),
                     "share": f"{c['agree'] / c['compared']:.0%}",
+                    "mean ours − paper": f"{c['mean_diff']:+.{DECIMALS}f}",
+                    "above": str(c["above"]),
+                    "below": str(c["below"]),
                 }
             )
-    return pd.DataFrame(rows, columns=["benchmark", "model", "agree", "compared", "share"])
+    columns = ["benchmark", "model", "agree", "compared", "share", "mean ours − paper",
+               "above", "below"]  # fmt: skip
+    return pd.DataFrame(rows, columns=columns)
 
 
 def _cells_table(card: pd.DataFrame) -> pd.DataFrame:
@@ -415,7 +429,9 @@ def scorecard_markdown(
         parts += [f"Scorecard: {NO_COMMON_CELL}.", ""]
     else:
         parts += ["## Agreement per model", "", _markdown(_summary_table(scorecard_counts(card)))]
-        parts.append("")
+        parts += ["", "Above / below: cells where our error is higher / lower than the "
+                  "paper's; mean ours − paper over the compared cells (negative: ours lower).",
+                  ""]  # fmt: skip
     not_compared = card.attrs.get("not_compared") or []
     if not_compared:
         parts += ["Not compared:", "", *(f"- {line}" for line in not_compared), ""]

@@ -84,6 +84,9 @@ class TrainingState:
     since_best: int = 0  # epochs since the best one
     stopped_early: bool = False
     train_seconds: float = 0.0
+    # the test split's scores per validated epoch (protocol epoch_test_scores; empty when
+    # off): a diagnostic nothing in the run reads (train.epoch_test_scores)
+    test_scores: list[dict] = field(default_factory=list)
 
     def checkpoint(self, *, digest: str | None, run: str, model, optimizer, rng: dict) -> dict:
         """The checkpoint of this state (what `save` writes and `load` reads back)."""
@@ -105,6 +108,7 @@ class TrainingState:
                 "stopped_early": self.stopped_early,
             },
             "curve": self.curve,
+            "test_scores": self.test_scores,
             "train_seconds": self.train_seconds,
         }
 
@@ -123,6 +127,7 @@ class TrainingState:
             since_best=int(stopping["since_best"]),
             stopped_early=bool(stopping["stopped_early"]),
             train_seconds=float(state["train_seconds"]),
+            test_scores=list(state["test_scores"]),
         )
 
 

@@ -10,6 +10,10 @@
   `early_stopping_patience` it stops after that many epochs without a strictly better
   validation score (null: no early stop, as the authors' trainer).
 * The checkpoint with the best validation score is the one tested.
+* With ``epoch_test_scores`` (off by default) the test rows are also scored at each
+  validated epoch, into a file of their own that nothing here reads
+  (``ssmbench.train.epoch_test_scores``): what selecting on the test split would have
+  bought, measured apart.
 * Seeded (seed = seed_base + fold) and deterministic on CPU.
 
 The run publishes its per-epoch curve and its record as one unit, the record last
@@ -44,6 +48,7 @@ from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.batch_order import plan_order
 from ssmbench.train.checkpoint import StopRequest, TrainingInterrupted
 from ssmbench.train.checks import LossLimit, check_loss
+from ssmbench.train.epoch_test_scores import score_epoch
 from ssmbench.train.estimator_run import run_estimator
 from ssmbench.train.evaluation import batches_of, score_test_sets
 from ssmbench.train.micro_batches import (
@@ -193,6 +198,8 @@ class _DeepTraining:
         self.patience = None if patience is None else int(patience)
         self.val_interval = int(settings.get("val_interval", 1))
         self.clip = settings.get("grad_clip_norm")
+        # the test rows scored at each validated epoch, kept apart (a tuning trial has none)
+        self.score_test = bool(settings.get("epoch_test_scores")) and len(self.data.test_idx) > 0
         # a finite training loss this far above a know-nothing model's stops the run too
         self.loss_limit = LossLimit.for_task(
             settings.get("max_loss_ratio"), self.data.objective.task,
@@ -230,6 +237,9 @@ class _DeepTraining:
         )
         if not_applied:
             log(f"warning: [{self.name}] {not_applied}; the record says so (micro_batches)")
+        if self.score_test:
+            log(f"[{self.name}] epoch_test_scores: the test split is scored at each validated "
+                "epoch into its own file, which no selection, stopping rule or table reads")  # fmt: skip
         data = self.data
         if data.reading is not None:
             trial = " (a tuning trial: through the memory map)" if not data.into_memory else ""
@@ -413,6 +423,10 @@ class _DeepTraining:
             self.model, self.data.val_idx, self.run.batch_size, self.run.device,
             f"[{self.name}] validation, epoch {epoch}",
         )  # fmt: skip
+        if self.score_test:  # after validation, read by nothing that decides the run
+            self.state.test_scores.append(score_epoch(
+                self.data, self.model, self.run.batch_size, self.run.device, epoch, self.name
+            ))  # fmt: skip
         return self._next_epoch(train_loss, train_acc, val_loss, val_acc, epoch_start)
 
     def _next_epoch(self, train_loss, train_acc, val_loss, val_acc, epoch_start) -> bool:
@@ -522,6 +536,7 @@ class _DeepTraining:
                 "scan": scan_of(self.model),
                 "micro_batches": self.micro_batches,
             },
+            test_scores=state.test_scores if self.score_test else None,
         )  # fmt: skip
         if self.stop.requested and self.checkpoint_path is not None:
             # Stopped while the record was being written: the job may still be reported as

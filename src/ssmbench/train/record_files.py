@@ -16,6 +16,11 @@ record it does not belong to:
    is not current, the curve is not trusted. When the record's rename fails, the previous
    curve is put back.
 
+A run may publish files of its own beside these (``extra``: the test scores of
+``ssmbench.train.epoch_test_scores``). They are staged with the others, so that a write
+error publishes nothing, and renamed into place first; the record holds their sha256, so
+one left beside an older record by a failed rename is seen not to belong to it.
+
 Leftovers of a killed publication (staged files, a kept previous curve) are removed by
 the run's next publication.
 """
@@ -25,6 +30,7 @@ from __future__ import annotations
 import errno
 import os
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from ssmbench.io import atomic_write_json, atomic_write_text
@@ -66,10 +72,17 @@ def _describe(exc: OSError) -> str:
     return f"{cause} ({code})" if code else cause
 
 
-def publish_record(record_path: str | os.PathLike, record: dict, curve_text: str) -> dict:
+def publish_record(
+    record_path: str | os.PathLike,
+    record: dict,
+    curve_text: str,
+    extra: Mapping[Path, str] | None = None,
+) -> dict:
     """Publish ``record`` at `record_path` and ``curve_text`` beside it
-    (`curve_path_of`), as the module docstring says. Returns the record as written: with
-    ``curve_file`` and ``curve_sha256``. `RecordWriteError` if either cannot be written."""
+    (`curve_path_of`), as the module docstring says; ``extra``: {path beside the record:
+    its text}, published before them (the record holds their sha256: the caller's keys).
+    Returns the record as written: with ``curve_file`` and ``curve_sha256``.
+    `RecordWriteError` if any of them cannot be written."""
     record_path = Path(record_path)
     curve_path = curve_path_of(record_path)
     record = {
@@ -86,20 +99,35 @@ def publish_record(record_path: str | os.PathLike, record: dict, curve_text: str
     tag = uuid.uuid4().hex
     staged_curve = _hidden(curve_path, tag, STAGED_SUFFIX)
     staged_record = _hidden(record_path, tag, STAGED_SUFFIX)
+    extra = {Path(path): text for path, text in (extra or {}).items()}
+    staged_extra = {path: _hidden(path, tag, STAGED_SUFFIX) for path in extra}
     writing = curve_path
     try:
         record_path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_leftovers(curve_path, record_path)
+        _remove_leftovers(curve_path, record_path, *extra)
+        for path, text in extra.items():
+            writing = path
+            atomic_write_text(staged_extra[path], text)
+        writing = curve_path
         atomic_write_text(staged_curve, curve_text)
         writing = record_path
         atomic_write_json(staged_record, record)
     except BaseException as exc:  # a full disk, a value JSON cannot hold, a signal...
-        staged_curve.unlink(missing_ok=True)
-        staged_record.unlink(missing_ok=True)
+        for staged in (staged_curve, staged_record, *staged_extra.values()):
+            staged.unlink(missing_ok=True)
         if isinstance(exc, OSError):
             message = f"could not write {writing}: {_describe(exc)}; {kept}"
             raise RecordWriteError(message, exc) from exc
         raise
+    for path, staged in staged_extra.items():
+        try:
+            os.replace(staged, path)
+        except OSError as exc:
+            for left in (staged_curve, staged_record, *staged_extra.values()):
+                left.unlink(missing_ok=True)
+            raise RecordWriteError(
+                f"could not publish {path}: {_describe(exc)}; {kept}", exc
+            ) from exc
     _rename_pair(staged_curve, curve_path, staged_record, record_path, tag, kept)
     return record
 
