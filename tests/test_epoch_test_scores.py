@@ -234,7 +234,9 @@ def test_optimism_is_the_tested_error_less_the_best_test_error(tmp_path):
     table = selection_optimism_table(per_run, paper)
     cell = table[table["dataset"] == "Libras"].iloc[0]
     assert (cell["n"], cell["ours"], cell["ours if test-selected"]) == (
-        "2", "0.250 ± 0.050", "0.150 ± 0.050"
+        "2",
+        "0.250 ± 0.050",
+        "0.150 ± 0.050",
     )
     assert (cell["optimism"], cell["paper"]) == ("0.100", "0.155")
     mean = table[table["dataset"] == MEAN_ROW].iloc[0]

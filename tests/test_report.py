@@ -361,5 +361,6 @@ def test_a_partial_grid_renders_every_artefact_and_logs_its_gaps(tmp_path, caplo
     assert "figure8" in logged and "Pedestrian" in logged
     card = json.loads((results / "summary.json").read_text())["scorecard"]
     assert {k: card["monster"]["MS4N"][k] for k in ("agree", "compared")} == {
-        "agree": 0, "compared": 1,
+        "agree": 0,
+        "compared": 1,
     }

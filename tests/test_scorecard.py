@@ -134,11 +134,23 @@ def test_write_scorecard(tmp_path):
     summary = md[md.index("## Agreement per model") : md.index("## Cells")]
     fcn = next(line for line in summary.splitlines() if "| FCN" in line)
     assert [c.strip() for c in fcn.strip("|").split("|")] == [
-        "uea", "FCN", "0", "1", "0%", "+0.100", "1", "0",
+        "uea",
+        "FCN",
+        "0",
+        "1",
+        "0%",
+        "+0.100",
+        "1",
+        "0",
     ]  # agree, compared, share, mean ours − paper, above, below
     total = next(line for line in summary.splitlines() if "| all" in line and "uea" in line)
     assert [c.strip() for c in total.strip("|").split("|")][2:] == [
-        "2", "4", "50%", "+0.022", "3", "1",
+        "2",
+        "4",
+        "50%",
+        "+0.022",
+        "3",
+        "1",
     ]
     assert "- S4D (uea, ours): 1 cell(s), no paper figure" in md
     cells = md[md.index("## Cells") :]
@@ -175,7 +187,11 @@ def test_the_paper_against_itself_agrees_everywhere():
     counts = scorecard_counts(card)
     assert counts["monster"]["all"]["agree"] == counts["monster"]["all"]["compared"] == 406
     assert counts["uea"]["MS4N"] == {
-        "above": 0, "agree": 30, "below": 0, "compared": 30, "mean_diff": 0.0,
+        "above": 0,
+        "agree": 30,
+        "below": 0,
+        "compared": 30,
+        "mean_diff": 0.0,
     }
     assert len(counts["uea"]) == 12 + 1
 

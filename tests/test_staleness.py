@@ -210,7 +210,7 @@ def test_checkpoint_settings_never_make_a_record_stale(spec, tmp_path):
 def test_settings_marker_dates_say_whether_a_record_is_current(spec, tmp_path):
     record = tmp_path / "runs" / "uea" / "BasicMotions" / "MS4N" / "fold0.json"
     marker = settings_marker_path(tmp_path / "settings", JOB.record_path(""))
-    assert marker == tmp_path / "settings" / "uea" / "BasicMotions" / "MS4N" / "fold0.json"
+    assert marker == tmp_path / "settings/uea/BasicMotions/MS4N/fold0/settings.json"
     sync_settings_marker(record, marker, spec)  # no record yet: the job runs anyway
     assert marker.is_file()
 

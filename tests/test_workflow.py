@@ -111,6 +111,18 @@ def test_snakemake_tiny_suite_end_to_end(tmp_path):
     assert "is current: kept, not trained again" in log
 
 
+def test_targets_of_one_model_build_their_dag_on_a_fresh_clone(tmp_path):
+    """Two folds of one model as targets, no settings marker yet: each marker is written
+    while the DAG is built, in a folder Snakemake has not listed (one listed before the
+    second marker was written took it for missing: "Missing input files")."""
+    project = make_project(tmp_path / "proj", tiny)
+    targets = [f"results/runs/uea/BasicMotions/MS4N/fold{k}.json" for k in (1, 0)]
+    output = run(["snakemake", "-n", "--cores", "1", "--", *targets], project,
+                 tool_env(project))  # fmt: skip
+    assert "Missing input" not in output
+    assert re.search(r"^train\s+2$", output, re.MULTILINE), output[-3000:]
+
+
 def test_unknown_model_fails_before_any_job(tmp_path):
     def bad(params):
         params["suite"] = "tiny"

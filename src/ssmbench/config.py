@@ -53,9 +53,7 @@ PROTOCOL_KEYS |= set(EXECUTION_KEYS)
 BATCH_AND_EPOCH_KEYS = {"max_epochs", "batch_size", "batch_min", "batch_max", "batch_fraction"}
 #: what a search space or a search's ``settings`` may set besides model hyperparameters
 #: (never ``epoch_test_scores``: a tuning trial has no test rows to score)
-TRAINING_KEYS = (PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS) - set(EXECUTION_KEYS) - {
-    "epoch_test_scores"
-}
+TRAINING_KEYS = (PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS) - set(EXECUTION_KEYS) - {"epoch_test_scores"}
 
 
 @dataclass(frozen=True, order=True)

@@ -284,9 +284,24 @@ def record_is_stale(record_path: str | Path, spec: dict) -> bool:
 
 
 def settings_marker_path(settings_dir: str | Path, record_relative: str | Path) -> Path:
-    """A run's settings marker: ``{paths.settings}/{benchmark}/{dataset}/{model}/fold{k}.json``
-    (``record_relative`` is the record's path relative to paths.runs)."""
-    return Path(settings_dir) / Path(record_relative).with_suffix(".json")
+    """A run's settings marker:
+    ``{paths.settings}/{benchmark}/{dataset}/{model}/fold{k}/settings.json``
+    (``record_relative`` is the record's path relative to paths.runs).
+
+    One folder per marker, because a marker is written while Snakemake builds its DAG, and
+    Snakemake lists a folder once (its file inventory) and then takes a file missing from
+    that listing for absent: a marker written into a folder it had already listed for
+    another run's marker would fail the job ("Missing input files"). A folder of its own
+    is listed only when its one marker is looked for, after it is written."""
+    relative = Path(record_relative)
+    return Path(settings_dir) / relative.with_suffix("") / "settings.json"
+
+
+def search_marker_path(settings_dir: str | Path, benchmark: str, dataset: str, model: str) -> Path:
+    """A search's marker (the tune stage's), in a folder of its own as a run's
+    (`settings_marker_path`):
+    ``{paths.settings}/{benchmark}/{dataset}/{model}/search/search.json``."""
+    return Path(settings_dir) / benchmark / dataset / model / "search" / "search.json"
 
 
 def sync_settings_marker(record_path: str | Path, marker_path: str | Path, spec: dict) -> Path:

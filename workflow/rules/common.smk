@@ -32,7 +32,12 @@ from ssmbench.search_space import search_digest, search_of, tuned_is_current
 from ssmbench.report.outputs import figure_captions, output_paths
 from ssmbench.resources import TrainResources
 from ssmbench.series_lengths import check_model_lengths
-from ssmbench.staleness import settings_marker_path, sync_marker, sync_settings_marker
+from ssmbench.staleness import (
+    search_marker_path,
+    settings_marker_path,
+    sync_marker,
+    sync_settings_marker,
+)
 from snakemake.logging import logger
 
 check_params(config)
@@ -176,7 +181,7 @@ def search_marker(wildcards):
     search, job = search_of_target(wildcards)
     base = untuned_spec(config, job)
     tuned = tuned_path(config, job)
-    marker = Path(PATHS["settings"]) / job.benchmark / job.dataset / job.model / "search.json"
+    marker = search_marker_path(PATHS["settings"], job.benchmark, job.dataset, job.model)
     text = json.dumps({"search": search, "digest": search_digest(search, base)},
                       sort_keys=True, indent=1) + "\n"  # fmt: skip
     return str(sync_marker(tuned, marker, text, lambda: tuned_is_current(tuned, search, base)))

@@ -141,8 +141,7 @@ def selection_optimism_table(runs: pd.DataFrame, paper: pd.DataFrame) -> pd.Data
     if runs.empty:
         return pd.DataFrame([{c: NO_RUNS if c == "benchmark" else "" for c in TABLE_COLUMNS}])
     published = {
-        (r.benchmark, r.dataset, r.model): float(r.error)
-        for r in paper.itertuples(index=False)
+        (r.benchmark, r.dataset, r.model): float(r.error) for r in paper.itertuples(index=False)
     }
     cells = (
         runs.groupby(["benchmark", "dataset", "model"], sort=True)

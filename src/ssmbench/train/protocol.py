@@ -238,8 +238,10 @@ class _DeepTraining:
         if not_applied:
             log(f"warning: [{self.name}] {not_applied}; the record says so (micro_batches)")
         if self.score_test:
-            log(f"[{self.name}] epoch_test_scores: the test split is scored at each validated "
-                "epoch into its own file, which no selection, stopping rule or table reads")  # fmt: skip
+            log(
+                f"[{self.name}] epoch_test_scores: the test split is scored at each validated "
+                "epoch into its own file, which no selection, stopping rule or table reads"
+            )
         data = self.data
         if data.reading is not None:
             trial = " (a tuning trial: through the memory map)" if not data.into_memory else ""
