@@ -12,8 +12,14 @@ Sources
   as https://github.com/Navidfoumani/Disjoint-CNN ``classifiers/FCN.py``.
 * The MS4N authors' runner (https://github.com/h-saadatmand/MS4N ``MS4N_Run.py``) imports
   the MONSTER benchmark's training code (https://github.com/Navidfoumani/monster, whose
-  ``models/model_factory.py`` builds ``FCN.FCN(config, num_classes)``), so Table 4's FCN is
-  most likely that repository's ``FCN.py``, which is not public in the sources at hand.
+  ``models/model_factory.py`` builds ``FCN.FCN(config, num_classes)``). That file
+  (Navidfoumani/monster@accc5b5 ``models/deep_learning/FCN.py``:4-24) is a different,
+  smaller network: Conv1d 64/128/K, kernel 3, no padding, no BatchNorm, the class maps
+  averaged (192 C + 24,768 + 385 K parameters, ~30k). The paper's MONSTER FCN errors are
+  that repository's results (29 of 29 datasets equal its workbook), but Table 4's FCN
+  parameters are the Wang et al. network's (EEG: 278,259 published, 278,274 here, 28,226
+  for MONSTER's ``FCN.py``), so the Wang et al. network is what is built here
+  (docs/reproduced.md, "Causes").
 
 Architecture (x: (B, C, L) float32 -> logits (B, K); F = n_filters = 128)
 --------------------------------------------------------------------------
