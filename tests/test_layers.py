@@ -1,8 +1,9 @@
 """Dependencies point one way: data and models at the bottom, then the run's settings and
 code digest, then train, then report and status, then the CLI. A module may import its own
 layer or a lower one; data and models, side by side at the bottom, never import each
-other. Read from the source (imports inside functions count too), so a back edge fails here
-before anyone has to find it."""
+other; and no two modules import each other, directly or round a loop, in a layer or
+across. Read from the source (imports inside functions count too), so a back edge or a
+cycle fails here before anyone has to find it."""
 
 from __future__ import annotations
 
@@ -46,6 +47,11 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _is_module(name: str) -> bool:
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
 def _imports(path: Path) -> set[str]:
     """Every ssmbench module ``path`` imports, relative imports resolved."""
     name = _module_name(path)
@@ -58,7 +64,11 @@ def _imports(path: Path) -> set[str]:
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            found.add(target)
+            # `from . import scan_paths` imports the module scan_paths, not the package
+            found.update(
+                f"{target}.{alias.name}" if _is_module(f"{target}.{alias.name}") else target
+                for alias in node.names
+            )
         elif isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
     return {t for t in found if t == "ssmbench" or t.startswith("ssmbench.")}
@@ -77,6 +87,57 @@ def import_edges() -> list[tuple[str, str]]:
             if _part(importer) != _part(target):
                 edges.append((importer, target))
     return edges
+
+
+def module_edges() -> list[tuple[str, str]]:
+    """(importer, imported) for every import between two modules, within a part too."""
+    return [
+        (_module_name(path), target)
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for target in sorted(_imports(path))
+        if target != _module_name(path)
+    ]
+
+
+def import_cycles(edges: list[tuple[str, str]]) -> list[list[str]]:
+    """The modules of each import cycle (each strongly connected component of more than
+    one module, by Tarjan's algorithm), sorted: a cycle makes the order of import matter
+    and ties two modules into one, whatever their layers."""
+    graph: dict[str, list[str]] = {}
+    for a, b in edges:
+        graph.setdefault(a, []).append(b)
+        graph.setdefault(b, [])
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
 
 
 def back_edges(edges: list[tuple[str, str]]) -> list[str]:
@@ -113,3 +174,25 @@ def test_no_module_imports_a_higher_layer():
 def test_a_back_edge_is_found(edge, why):
     (message,) = back_edges([edge])
     assert why in message
+
+
+def test_no_import_cycle():
+    cycles = import_cycles(module_edges())
+    assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_a_cycle_is_found():
+    edges = [
+        ("ssmbench.config", "ssmbench.resources"),
+        ("ssmbench.resources", "ssmbench.params_file"),
+        ("ssmbench.resources", "ssmbench.config"),
+        ("ssmbench.cli", "ssmbench.config"),
+    ]
+    assert import_cycles(edges) == [["ssmbench.config", "ssmbench.resources"]]
+    assert import_cycles(edges[:2] + edges[3:]) == []
+
+
+def test_from_package_import_module_is_an_edge_to_the_module():
+    edges = module_edges()
+    assert ("ssmbench.models.mamba", "ssmbench.models.scan_paths") in edges
+    assert ("ssmbench.models.mamba", "ssmbench.models") not in edges

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 
-from ssmbench.config import ConfigError
+from ssmbench.params_file import ConfigError
 
 #: keys of a size class that are not resources
 CLASS_KEYS = ("max_values", "group")
