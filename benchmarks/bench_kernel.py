@@ -37,15 +37,20 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 from proc_status import memory_bytes
 
 from ssmbench.models import MS4Classifier
-from ssmbench.models.s4d import S4DKernel, S4DLayer, complex_power_kernel, naive_kernel
+from ssmbench.models.s4d import S4DKernel, S4DLayer
 from ssmbench.train import restart_with_malloc_env
 from ssmbench.train.micro_batches import backward_batch
 from ssmbench.train.objective import Objective
+
+# the authors' and the loop's kernels are test oracles: tests/s4d_oracles.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from s4d_oracles import complex_power_kernel, naive_kernel  # noqa: E402
 
 BATCH, C, K, H, N = 64, 3, 5, 64, 64
 #: the FFT buffer of a micro-batch stays under this (glibc's mmap threshold is 32 MiB)

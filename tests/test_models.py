@@ -9,6 +9,7 @@ import math
 
 import pytest
 import torch
+from s4d_oracles import complex_power_kernel, naive_kernel, recurrence
 
 from ssmbench.complexity import AUTO_CPU_MAX_LENGTH, count_params, mmac
 from ssmbench.models import (
@@ -19,13 +20,7 @@ from ssmbench.models import (
     is_estimator,
     validate_model_params,
 )
-from ssmbench.models.s4d import (
-    S4DKernel,
-    S4DLayer,
-    complex_power_kernel,
-    naive_kernel,
-    recurrence,
-)
+from ssmbench.models.s4d import S4DKernel, S4DLayer
 
 # Mirrors the params.yaml `models:` entries (the file itself is checked separately).
 MODELS = {

@@ -15,10 +15,10 @@ import torch
 import yaml
 
 from ssmbench.complexity import count_params, mmac
+from ssmbench.config import model_entry
 from ssmbench.data.uea6 import UEA6
 from ssmbench.models import FAMILIES, build_model, validate_model_params
 from ssmbench.models.tides import (
-    MODEL_ENTRIES,
     RE_MAPS,
     TIDESSSM,
     MambaSClassifier,
@@ -28,6 +28,7 @@ from ssmbench.models.tides import (
     lambda_re_map,
 )
 from ssmbench.models.tides_scan import discretize, parallel_scan, recurrent_scan
+from ssmbench.params_file import read_params
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -474,11 +475,60 @@ def test_steps_shape_is_checked_and_optional():
 # --- sizes --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", sorted(MODEL_ENTRIES))
-def test_model_entries_validate_and_build(name):
-    """The entries suggested for params.yaml, at their real width (as the contract test
-    does for params.yaml's own entries)."""
-    entry = MODEL_ENTRIES[name]
+#: params.yaml itself (the reference's UEA settings), read by the project's own reader
+PARAMS = read_params(REPO / "params.yaml")
+#: the TIDES family's params.yaml entries that the tests below size
+STUDY_MODELS = ("TIDES", "S5", "MambaS")
+
+#: Test sizes, not study entries (params.yaml has none of them; its Fading Flash models are
+#: minimal_ssm.py's): the widths of the reference's Fading Flash toy models
+#: (fading_flash/tides_toy_paper_figures.py:227-244; tides.py's docstring), one layer of
+#: real Λ with P = 3, in this classifier (encoder Linear(C, H) and head).
+_TOY = {
+    "ssm_size": 3,
+    "ssm_blocks": 1,
+    "n_layers": 1,
+    "dropout": 0.0,
+    "encoder_depth": 0,
+    "real_lambda": True,
+}
+TOY_MODELS = {
+    "S5-FF": {"family": "s5", "d_model": 15, **_TOY, "dt_min": 0.1, "dt_max": 1.0},
+    "TIDES-FF": {
+        "family": "tides",
+        "d_model": 7,
+        **_TOY,
+        "lambda_re_mode": "input_dependent",
+        "bc_mode": "input_dependent",
+        "rank": -1,
+        "proj_norm": False,
+        "dt_min": 0.1,
+        "dt_max": 1.0,
+    },
+    "TIDES-Lambda-FF": {
+        "family": "tides",
+        "d_model": 11,
+        **_TOY,
+        "lambda_re_mode": "input_dependent",
+        "bc_mode": "lti",
+        "proj_norm": False,
+        "dt_min": 0.1,
+        "dt_max": 1.0,
+    },
+    "MambaS-FF": {"family": "mambas", "d_model": 7, **_TOY, "proj_norm": False},
+}
+
+
+def _entry(name: str) -> dict:
+    """params.yaml's entry for ``name`` (as a run builds it), or the toy test size."""
+    return TOY_MODELS[name] if name in TOY_MODELS else model_entry(PARAMS, name)
+
+
+@pytest.mark.parametrize("name", [*STUDY_MODELS, *sorted(TOY_MODELS)])
+def test_entries_validate_and_build(name):
+    """params.yaml's entries and the toy sizes, at their real width, also per step (the
+    contract test builds every params.yaml entry, not per step)."""
+    entry = _entry(name)
     validate_model_params(name, entry)
     for C, L, K in [(2, 20, 3), (1345, 64, 82)]:
         with torch.no_grad():
@@ -498,7 +548,7 @@ COUNTS = {
     "TIDES": lambda C, K: 2 * C * C + 66 * C + 65 * K + 64 + 2 * 165_520,
     "S5": lambda C, K: 2 * C * C + 66 * C + 65 * K + 64 + 2 * 29_120,
     "MambaS": lambda C, K: 2 * C * C + 66 * C + 65 * K + 64 + 2 * 49_920,
-    # Fading Flash sizes, one layer, encoder Linear(C, H), real Λ, P = 3
+    # the toy test sizes (TOY_MODELS): one layer, encoder Linear(C, H), real Λ, P = 3
     "S5-FF": lambda C, K: 15 * C + 15 + (3 + 45 + 45 + 15 + 3 + 720) + 16 * K,
     "TIDES-FF": lambda C, K: 7 * C + 7 + (24 + 21 + 21 + 7 + 3 + 24 + 24 + 168) + 8 * K,
     "TIDES-Lambda-FF": lambda C, K: 11 * C + 11 + (36 + 33 + 33 + 11 + 3 + 396) + 12 * K,
@@ -509,7 +559,7 @@ COUNTS = {
 @pytest.mark.parametrize("name", sorted(COUNTS))
 def test_parameter_counts(name):
     for C, K in [(4, 3), (6, 5), (1, 1)]:
-        model = build_model(name, C, K, 40, MODEL_ENTRIES[name])
+        model = build_model(name, C, K, 40, _entry(name))
         assert count_params(model) == COUNTS[name](C, K), (name, C, K)
 
 
@@ -518,7 +568,7 @@ def test_macs(name):
     """``paper``: what ptflops' module hooks count when the projections are called as modules
     (as the reference and the recurrent mode call them; the factored parallel form adds
     their count itself); ``full`` adds each layer's own work; the meta device counts the same."""
-    model = build_model(name, 4, 3, 40, MODEL_ENTRIES[name])
+    model = build_model(name, 4, 3, 40, _entry(name))
     paper, full = mmac(model, 4, 40), mmac(model, 4, 40, convention="full")
     assert mmac(copy.deepcopy(model).set_recurrent(True), 4, 40) == pytest.approx(paper, rel=1e-12)
     u = (torch.empty(1, 40, model.blocks[0].ssm.d_model),)
@@ -529,7 +579,7 @@ def test_macs(name):
     assert paper > 0 and full == pytest.approx(paper + (own["full"] - own["paper"]) / 1e6)
     assert mmac(model, 4, 40, device="meta") == pytest.approx(paper)
     # an EigenWorms-sized input on the meta device (shapes only)
-    long = build_model(name, 6, 5, 17984, MODEL_ENTRIES[name])
+    long = build_model(name, 6, 5, 17984, _entry(name))
     assert mmac(long, 6, 17984, device="meta") == pytest.approx(
         mmac(long, 6, 40, device="meta") * 17984 / 40, rel=1e-2
     )  # per step but for the head

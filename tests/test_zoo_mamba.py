@@ -9,11 +9,12 @@ import importlib.util
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import REPO
 
 from ssmbench.complexity import count_params, mmac
+from ssmbench.config import model_entry
 from ssmbench.models import _check_value
 from ssmbench.models.mamba import (
-    MODEL_ENTRIES,
     Mamba1Classifier,
     Mamba1Mixer,
     Mamba2Classifier,
@@ -27,13 +28,17 @@ from ssmbench.models.mamba_scan import (
     ssd_recurrence,
     ssd_scan,
 )
+from ssmbench.params_file import read_params
 
 CLASSES = {"Mamba1": Mamba1Classifier, "Mamba2": Mamba2Classifier}
 F64 = torch.float64
+#: params.yaml itself, read by the project's own reader (the entries that reproduce Table 4)
+PARAMS = read_params(REPO / "params.yaml")
 
 
 def _hyper(name: str) -> dict:
-    return {k: v for k, v in MODEL_ENTRIES[name].items() if k != "family"}
+    """params.yaml's entry for ``name`` (as a run builds it), less its family."""
+    return {k: v for k, v in model_entry(PARAMS, name).items() if k != "family"}
 
 
 def _build(name: str, C: int, K: int, L: int, seed: int = 0, **override):
@@ -202,7 +207,7 @@ def test_mixer_reference_initialisation():
 
 @pytest.mark.parametrize("name", sorted(CLASSES))
 def test_params_yaml_entry_is_valid(name):
-    entry = MODEL_ENTRIES[name]
+    entry = model_entry(PARAMS, name)
     cls = CLASSES[name]
     for key, value in _hyper(name).items():
         assert key in cls.HYPERPARAMS

@@ -77,8 +77,8 @@ Mamba2 mixer (``mamba2.Mamba2``), x (B, L, d):
   Mamba1's dt bias (per head); gated-norm weight 1; other layers torch's default init.
   Parameters: d(2E + 2gN + h) + (k+1)(E + 2gN) + 3h + E + Ed.
 
-Width found from Table 4 (hyperparameters of ``MODEL_ENTRIES``)
---------------------------------------------------------------
+Width found from Table 4 (hyperparameters of params.yaml's ``Mamba1`` and ``Mamba2``)
+-------------------------------------------------------------------------------------
 Table 4's parameter counts are linear in C and K with slopes 64 and 65 in both columns
 (and MS4N's, 23,040 + 64C + 65K): the input map is Linear(C, 64) and the last layer
 Linear(64, K). The remainders, 55,296 (Mamba1) and 39,472 (Mamba2), are exactly
@@ -187,7 +187,6 @@ from .mamba_scan import (
 )
 
 __all__ = [
-    "MODEL_ENTRIES",
     "Mamba1Classifier",
     "Mamba1Mixer",
     "Mamba2Classifier",
@@ -195,30 +194,6 @@ __all__ = [
     "mamba1_mixer_macs",
     "mamba2_mixer_macs",
 ]
-
-#: the params.yaml ``models:`` entries that reproduce the MS4N paper's Table 4
-MODEL_ENTRIES: dict[str, dict] = {
-    "Mamba1": {
-        "family": "mamba1",
-        "d_model": 64,
-        "d_state": 64,
-        "d_conv": 4,
-        "expand": 2,
-        "n_layers": 1,
-        "dropout": 0.0,
-    },
-    "Mamba2": {
-        "family": "mamba2",
-        "d_model": 64,
-        "d_state": 64,
-        "d_conv": 4,
-        "expand": 2,
-        "headdim": 8,
-        "ngroups": 1,
-        "n_layers": 1,
-        "dropout": 0.0,
-    },
-}
 
 _DT_MIN, _DT_MAX, _DT_INIT_FLOOR = 1e-3, 1e-1, 1e-4
 #: the blocks around the mixers: the MS4N study's (Table 4) or the Log-NCDE benchmark's

@@ -191,7 +191,6 @@ from .tides_ssm import (
 )
 
 __all__ = [
-    "MODEL_ENTRIES",
     "MambaSClassifier",
     "S5Classifier",
     "TIDESBlock",
@@ -200,70 +199,6 @@ __all__ = [
     "hippo_dplr",
     "lambda_re_map",
 ]
-
-#: params.yaml ``models:`` entries: the reference's UEA settings and the Fading Flash sizes
-_UEA = {
-    "d_model": 64,
-    "ssm_size": 64,
-    "ssm_blocks": 8,
-    "n_layers": 2,
-    "dropout": 0.05,
-    "encoder_depth": 1,
-    "ff_mult": 1.0,
-    "bidirectional": False,
-    "lambda_re_map": "standard",
-    "clip_eigs": False,
-    "conj_sym": False,
-    "discretization": "zoh",
-}
-_FADING_FLASH = {
-    "ssm_size": 3,
-    "ssm_blocks": 1,
-    "n_layers": 1,
-    "dropout": 0.0,
-    "encoder_depth": 0,
-    "real_lambda": True,
-}
-MODEL_ENTRIES: dict[str, dict] = {
-    "TIDES": {
-        "family": "tides",
-        **_UEA,
-        "lambda_re_mode": "input_dependent",
-        "lambda_im_mode": "lti",
-        "bc_mode": "input_dependent",
-        "rank": 8,
-        "lambda_encoder_depth": 0,
-        "proj_norm": True,
-        "dt_min": 0.001,
-        "dt_max": 0.1,
-    },
-    "S5": {"family": "s5", **_UEA, "dt_min": 0.001, "dt_max": 0.1},
-    "MambaS": {"family": "mambas", **_UEA, "proj_norm": False},
-    "S5-FF": {"family": "s5", "d_model": 15, **_FADING_FLASH, "dt_min": 0.1, "dt_max": 1.0},
-    "TIDES-FF": {
-        "family": "tides",
-        "d_model": 7,
-        **_FADING_FLASH,
-        "lambda_re_mode": "input_dependent",
-        "bc_mode": "input_dependent",
-        "rank": -1,
-        "proj_norm": False,
-        "dt_min": 0.1,
-        "dt_max": 1.0,
-    },
-    "TIDES-Lambda-FF": {
-        "family": "tides",
-        "d_model": 11,
-        **_FADING_FLASH,
-        "lambda_re_mode": "input_dependent",
-        "bc_mode": "lti",
-        "proj_norm": False,
-        "dt_min": 0.1,
-        "dt_max": 1.0,
-    },
-    "MambaS-FF": {"family": "mambas", "d_model": 7, **_FADING_FLASH, "proj_norm": False},
-}
-
 
 #: The block's feed-forward GLU: the TIDES reference's (with a projection) or S5's plain one.
 BLOCK_GLUS = ("expanded", "plain")
