@@ -25,6 +25,7 @@ LAYERS = {
     "ssmbench.config": 2,
     "ssmbench.config_readers": 2,
     "ssmbench.params_file": 2,
+    "ssmbench.precedence": 2,
     "ssmbench.reading_plan": 2,
     "ssmbench.fold_split": 2,
     "ssmbench.resources": 2,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -128,6 +129,19 @@ def test_search_reads_no_test_row_and_train_cites_the_tuned_file(project, tmp_pa
     assert record["tuned"]["params"] == tuned["params"]
     assert record["model_params"]["dropout"] == tuned["params"]["dropout"]
     assert record["protocol"]["lr"] == tuned["params"]["lr"]
+    # ...and where each value came from: the tuned file over params.yaml's places
+    tuned_file = record["tuned"]["file"]  # as the train command names it (here: relative)
+    assert Path(project, tuned_file).resolve() == out.resolve()
+    assert record["origins"]["settings"]["lr"] == tuned_file
+    assert record["origins"]["model_params"]["dropout"] == tuned_file
+    assert record["origins"]["settings"]["optimizer"] == "protocol"
+    explain = subprocess.run(
+        [sys.executable, "-m", "ssmbench.cli", "explain", "--benchmark", "uea", "--dataset",
+         "BasicMotions", "--model", "MS4", "--fold", "1"],
+        cwd=project, env=tool_env(project), capture_output=True, text=True,
+    )  # fmt: skip
+    assert explain.returncode == 0, explain.stderr
+    assert re.search(rf"^  lr +\S+ +{re.escape(tuned_file)}$", explain.stdout, flags=re.M)
     out.unlink()
 
 

@@ -6,6 +6,7 @@
     ssmbench prepare --benchmark B --dataset D
     ssmbench split   --benchmark B --dataset D --fold K [--out DIR]
     ssmbench train   --benchmark B --dataset D --model M --fold K
+    ssmbench explain --benchmark B --dataset D --model M [--fold K] [--format table|json]
     ssmbench report  [--list-outputs | --show-tables | --published]
     ssmbench complexity --channels C --classes K --length L | --table4 [--csv F]
     ssmbench datasets [--benchmark B] [--domain D] [--format table|csv]
@@ -472,6 +473,25 @@ def cmd_datasets(args) -> int:
     return 0
 
 
+def cmd_explain(args) -> int:
+    """One run's resolved training settings and hyperparameters, each with the params.yaml
+    key (or tuned file) it came from (ssmbench.precedence): `git config --show-origin`
+    for a run."""
+    from ssmbench.config import Job, job_spec
+    from ssmbench.precedence import format_origins
+
+    params = _params(args)
+    _check_known(args, params)
+    spec = job_spec(params, Job(args.benchmark, args.dataset, args.model, args.fold))
+    if args.format == "json":
+        keys = ("benchmark", "dataset", "model", "fold", "settings", "model_params", "origins")
+        print(json.dumps({"suite": params["suite"], **{k: spec[k] for k in keys},
+                          "tuned": spec.get("tuned")}, indent=1))  # fmt: skip
+    else:
+        sys.stdout.write(format_origins(spec, params["suite"]))
+    return 0
+
+
 def cmd_status(args) -> int:
     """Every run of the suite: done / stale / failed / incomplete / missing (see
     ssmbench.status), with counts and each failed run's last error line."""
@@ -650,6 +670,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--domain", help="only this domain (Audio, EEG, HAR, Satellite, ...)")
     p.add_argument("--format", choices=("table", "csv"), default="table")
     p.set_defaults(func=cmd_datasets)
+    p = sub.add_parser(
+        "explain",
+        help="one run's training settings and model hyperparameters, each with the "
+        "params.yaml key (or tuned file) it came from",
+    )
+    p.add_argument(
+        "--suite", default=argparse.SUPPRESS, help="suite name (default: params.yaml's `suite`)"
+    )
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--fold", type=int, default=0, help="fold (default 0)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_explain)
     p = sub.add_parser(
         "status",
         help="each run of the suite: done / stale / failed / incomplete / missing, with the "

@@ -21,39 +21,17 @@ from typing import Any
 from ssmbench.data.names import name_problem
 from ssmbench.fold_split import split_settings
 from ssmbench.params_file import ConfigError, read_params, validate_schema
-from ssmbench.staleness import EXECUTION_KEYS, training_code_digest
-
-# Keys a suite's `overrides` may change: the protocol and per-benchmark settings.
-PROTOCOL_KEYS = {
-    "optimizer",
-    "lr",
-    "weight_decay",
-    "val_fraction",
-    "val_split_seed",
-    "val_split_fallback",
-    "val_interval",
-    "early_stopping_patience",
-    "monitor",
-    "grad_clip_norm",
-    "max_loss_ratio",
-    "micro_batch_rows",
-    "deterministic",
-    "seed_base",
-    "param_groups",
-    "lr_factor",
-    "lr_schedule",
-    "warmup_epochs",
-    "reading",
-    "epoch_test_scores",
-}
-PROTOCOL_KEYS |= set(EXECUTION_KEYS)
-
-
-#: training settings every benchmark can take (a benchmark may leave them to defaults)
-BATCH_AND_EPOCH_KEYS = {"max_epochs", "batch_size", "batch_min", "batch_max", "batch_fraction"}
-#: what a search space or a search's ``settings`` may set besides model hyperparameters
-#: (never ``epoch_test_scores``: a tuning trial has no test rows to score)
-TRAINING_KEYS = (PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS) - set(EXECUTION_KEYS) - {"epoch_test_scores"}
+from ssmbench.precedence import (
+    BATCH_AND_EPOCH_KEYS,
+    PROTOCOL_KEYS,
+    TRAINING_KEYS,
+    Tuned,
+    merge_into,
+    resolve,
+    resolve_model_params,
+    resolve_settings,
+)
+from ssmbench.staleness import training_code_digest
 
 
 @dataclass(frozen=True, order=True)
@@ -336,7 +314,7 @@ def _physiome_dataset_problems(params: dict) -> list[str]:
             continue
         for dataset in bench.get("datasets") or []:
             settings = copy.deepcopy(bench)
-            _merge(settings, (bench.get("dataset_overrides") or {}).get(dataset) or {})
+            merge_into(settings, (bench.get("dataset_overrides") or {}).get(dataset) or {})
             try:
                 resolve_settings(dataset, settings)
             except DataError as exc:
@@ -453,65 +431,24 @@ def suite_datasets(params: dict, suite: str | None = None) -> list[tuple[str, st
     return sorted({(j.benchmark, j.dataset) for j in suite_grid(params, suite)})
 
 
-def _merge(settings: dict, overrides: dict) -> None:
-    """settings.update(overrides), but a dict value (e.g. a generator's settings) is
-    updated key by key, so an override names only what it changes."""
-    for key, value in copy.deepcopy(overrides).items():
-        if isinstance(value, dict) and isinstance(settings.get(key), dict):
-            settings[key] = {**settings[key], **value}
-        else:
-            settings[key] = value
-
-
 def benchmark_settings(
     params: dict, benchmark: str, suite: str | None = None, dataset: str | None = None
 ) -> dict:
-    """Protocol, then the benchmark's settings, then the dataset's own overrides (e.g.
-    MONSTER's AudioMNIST batch 64), then the suite's overrides, last wins. A dict setting
-    is merged key by key."""
-    name = suite or params["suite"]
-    settings = copy.deepcopy(params["protocol"])
-    settings.update(copy.deepcopy(params["benchmarks"][benchmark]))
-    settings.pop("datasets", None)
-    per_dataset = settings.pop("dataset_overrides", None) or {}
-    if dataset is not None:
-        _merge(settings, per_dataset.get(dataset) or {})
-    # A suite override of a benchmark setting (generator, drop, archive_dir...) applies to
-    # the benchmarks that have that setting; protocol keys apply to all.
-    overrides = params["suites"][name].get("overrides") or {}
-    applies = PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS | set(settings)
-    _merge(settings, {k: v for k, v in overrides.items() if k in applies})
-    # ...and `benchmark_overrides: {<benchmark>: {...}}` to that benchmark only.
-    _merge(settings, (params["suites"][name].get("benchmark_overrides") or {}).get(benchmark) or {})
-    settings.setdefault("seed_base", 0)
-    return settings
+    """The training settings every run of a benchmark (on ``dataset``) shares: the places
+    of `ssmbench.precedence` less the model's, last wins."""
+    return resolve_settings(params, benchmark, dataset, None, suite)[0]
 
 
 def model_entry(params: dict, model: str, dataset: str | None = None) -> dict:
-    """A model's params.yaml entry as a run on ``dataset`` builds it: its hyperparameters
-    with the dataset's own (``dataset_params: {<dataset>: {...}}``, e.g. the Log-NCDE
-    benchmark's S5 per UEA set) over them, ``dataset_params`` itself left out."""
-    entry = copy.deepcopy(params["models"][model])
-    entry.pop("dataset_settings", None)  # training settings: run_settings
-    own = entry.pop("dataset_params", None) or {}
-    if dataset is not None:
-        entry.update(own.get(dataset) or {})
-    return entry
+    """A model's hyperparameters as a run on ``dataset`` builds them: its params.yaml
+    entry with the dataset's own (``dataset_params``) over it (`ssmbench.precedence`)."""
+    return resolve_model_params(params, model, dataset)[0]
 
 
 def run_settings(params: dict, job: Job, suite: str | None = None) -> dict:
-    """A run's training settings: its benchmark's (``benchmark_settings``), then its model's
-    ``dataset_settings`` for its dataset, then the suite's ``model_overrides`` for its
-    model, last (e.g. the TIDES drop-rate ablation trains the
-    Mamba models without weight decay, the SSMs with 0.1)."""
-    name = suite or params["suite"]
-    settings = benchmark_settings(params, job.benchmark, name, job.dataset)
-    # the model's own settings on this dataset (e.g. the Log-NCDE benchmark's lr per
-    # model and UEA set): ``models.<model>.dataset_settings.<dataset>``
-    own = (params["models"][job.model].get("dataset_settings") or {}).get(job.dataset) or {}
-    _merge(settings, own)
-    _merge(settings, (params["suites"][name].get("model_overrides") or {}).get(job.model) or {})
-    return settings
+    """A run's training settings from params.yaml: the places of `ssmbench.precedence`,
+    last wins (no tuned file: `job_spec` adds it)."""
+    return resolve_settings(params, job.benchmark, job.dataset, job.model, suite)[0]
 
 
 def tuning_problems(params: dict) -> list[str]:
@@ -603,8 +540,8 @@ def split_dir_of(
 ) -> Path | None:
     """The folder of a run's fold split, drawn once by the split rule and read by its
     training jobs (``spec["split_dir"]``): `split_path` for a dataset read in blocks
-    (`reads_in_blocks`), None for every other (its runs draw their split themselves, as
-    before). ``run`` is a `Job` or (benchmark, dataset, fold)."""
+    (`reads_in_blocks`), None for every other (its runs draw their split themselves:
+    such a dataset fits in memory). ``run`` is a `Job` or (benchmark, dataset, fold)."""
     benchmark, dataset, fold = _run_of(run)
     if not reads_in_blocks(params, benchmark, dataset, suite):
         return None
@@ -642,20 +579,29 @@ def untuned_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, 
     """A run's spec from params.yaml alone (no tuned values): what a search's trials start
     from, on the search's fold. A run on a dataset read in blocks also names the folder of
     its fold's split (``split_dir``, `split_dir_of`), which its set-up reads."""
+    return _spec(params, job, suite, None)
+
+
+def _spec(params: dict, job: Job, suite: str | None, tuned: Tuned | None) -> dict[str, Any]:
+    resolved = resolve(params, job.benchmark, job.dataset, job.model, suite, tuned)
     spec = {
         "benchmark": job.benchmark,
         "dataset": job.dataset,
         "model": job.model,
         "fold": job.fold,
-        "model_params": model_entry(params, job.model, job.dataset),
-        "settings": run_settings(params, job, suite),
+        "model_params": resolved.model_params,
+        "settings": resolved.settings,
+        # where each value came from (ssmbench.precedence): the record keeps it; no result
+        # depends on it (staleness.tracked_settings leaves it out)
+        "origins": {"settings": resolved.settings_origin, "model_params": resolved.params_origin},
         "prepared_dir": str(Path(params["paths"]["prepared"]) / job.benchmark / job.dataset),
         "code": training_code_digest(params["models"][job.model]["family"]),
     }
     split_dir = split_dir_of(params, job, suite)
     if split_dir is not None:  # only then: the spec of every other run is unchanged
         spec["split_dir"] = str(split_dir)
-        _check_split_settings(params, spec, suite, "settings (model or suite overrides)")
+        why = f"tuned settings ({tuned.file})" if tuned else "settings (model or suite overrides)"
+        _check_split_settings(params, spec, suite, why)
     return spec
 
 
@@ -679,8 +625,8 @@ def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]
         spec["tuned"] = {"file": str(path), "missing": True}
         return spec
     tuned = tuned_params(path, job.benchmark, job.dataset, job.model, search["space"])
-    spec["model_params"].update(tuned["model_params"])
-    spec["settings"].update(tuned["training_settings"])
+    spec = _spec(params, job, suite,
+                 Tuned(str(path), tuned["model_params"], tuned["training_settings"]))  # fmt: skip
     spec["tuned"] = {
         "file": str(path),
         "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
@@ -691,6 +637,4 @@ def job_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, Any]
         "fold": tuned["fold"],
         "study": tuned["study"],
     }
-    if "split_dir" in spec:
-        _check_split_settings(params, spec, suite, f"tuned settings ({path})")
     return spec

@@ -14,7 +14,7 @@ from __future__ import annotations
 CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "suite": ("ssmbench.config:suite_grid", "workflow/rules/common.smk"),
     "paths.raw": ("ssmbench.cli", "workflow/rules/data.smk"),
-    "paths.prepared": ("ssmbench.config:untuned_spec", "workflow/rules/data.smk"),
+    "paths.prepared": ("ssmbench.config:_spec", "workflow/rules/data.smk"),
     "paths.runs": ("ssmbench.cli", "ssmbench.status", "workflow/rules/train.smk"),
     "paths.logs": ("ssmbench.status", "workflow/rules/train.smk"),
     "paths.results": ("ssmbench.cli", "workflow/rules/common.smk"),
@@ -23,8 +23,8 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "paths.settings": ("workflow/rules/common.smk",),
     # a block-read dataset's fold splits, drawn once by the split rule (split_dir_of)
     "paths.splits": ("ssmbench.config:split_path", "workflow/rules/split.smk"),
-    # the protocol, and the benchmark values that override it (benchmark_settings merges
-    # them into one `settings` dict per run)
+    # the protocol, and the places that override it (ssmbench.precedence merges them into
+    # one `settings` dict per run)
     "protocol.optimizer": ("ssmbench.train.optim:build_optimizer",),
     "*.lr": ("ssmbench.train.optim:build_optimizer",),
     "protocol.weight_decay": ("ssmbench.train.optim:build_optimizer",),
@@ -58,7 +58,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "benchmarks.*.batch_fraction": ("ssmbench.train.splits:batch_size_for",),
     "benchmarks.*.dataset_overrides.*.batch_size": ("ssmbench.train.splits:batch_size_for",),
     "benchmarks.*.dataset_overrides.*.max_epochs": ("ssmbench.train.protocol:_DeepTraining",),
-    "benchmarks.*.dataset_overrides": ("ssmbench.config:benchmark_settings",),
+    "benchmarks.*.dataset_overrides": ("ssmbench.precedence:settings_places",),
     "benchmarks.*.datasets": ("ssmbench.config:known_datasets",),
     "benchmarks.*.generator": ("ssmbench.data.sources:_check_recipe",),
     "benchmarks.*.mode": ("ssmbench.data.sources:data_settings",),
@@ -83,15 +83,15 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     # checks them against the family, build_model passes them to its constructor
     "models.*.family": ("ssmbench.models.registry:validate_model_params",),
     "models.*.*": ("ssmbench.models.registry:validate_model_params",),
-    "models.*.dataset_params": ("ssmbench.config:model_entry",),
-    "models.*.dataset_settings": ("ssmbench.config:run_settings",),
+    "models.*.dataset_params": ("ssmbench.precedence:resolve_model_params",),
+    "models.*.dataset_settings": ("ssmbench.precedence:settings_places",),
     "suites.*.benchmarks.*": ("ssmbench.config:suite_grid",),
     "suites.*.models": ("ssmbench.config:suite_models",),
     "suites.*.benchmark_models.*": ("ssmbench.config:suite_models",),
     "suites.*.folds": ("ssmbench.config:suite_grid",),
-    "suites.*.overrides": ("ssmbench.config:benchmark_settings",),
-    "suites.*.benchmark_overrides.*": ("ssmbench.config:benchmark_settings",),
-    "suites.*.model_overrides.*": ("ssmbench.config:run_settings",),
+    "suites.*.overrides": ("ssmbench.precedence:settings_places",),
+    "suites.*.benchmark_overrides.*": ("ssmbench.precedence:settings_places",),
+    "suites.*.model_overrides.*": ("ssmbench.precedence:settings_places",),
     # resources: what each rule gives Snakemake as its resources (its SLURM executor turns
     # them into sbatch flags); a training job's come per run from ssmbench.resources
     "resources.prepare": ("workflow/rules/data.smk",),

@@ -57,9 +57,11 @@ MODELS_NOT_WALKED = ("models/__init__.py", "models/families.py")
 
 
 def tracked_settings(spec: dict) -> dict:
-    """The spec as far as the result depends on it: without the EXECUTION_KEYS."""
+    """The spec as far as the result depends on it: without the EXECUTION_KEYS, and
+    without where each value came from (``origins``: moving a value from one place of
+    params.yaml to another changes no result)."""
     settings = {k: v for k, v in spec["settings"].items() if k not in EXECUTION_KEYS}
-    return {**spec, "settings": settings}
+    return {**{k: v for k, v in spec.items() if k != "origins"}, "settings": settings}
 
 
 # --- the code digest -------------------------------------------------------------------

@@ -79,15 +79,18 @@ RECORD_KEYS = (
     "model_params",
     "protocol",
     "tuned",
+    "origins",
 )
 #: Record keys left out of metrics.csv: provenance (``train.records.PROVENANCE_KEYS``),
-#: wall-clock times, the device the run used and how it ran there (the scan path its
-#: layers took, whether micro-batches were applied: both follow the device, neither
-#: changes a result), the fingerprints of its code, data and curve (the curve holds
-#: wall-clock times), the probes' arrays (train/probes.py) and the file of the test
+#: where each setting came from (``origins``; the values are in ``protocol`` and
+#: ``model_params``), wall-clock times, the device the run used and how it ran there (the
+#: scan path its layers took, whether micro-batches were applied: both follow the device,
+#: neither changes a result), the fingerprints of its code, data and curve (the curve
+#: holds wall-clock times), the probes' arrays (train/probes.py) and the file of the test
 #: split's per-epoch scores (a diagnostic that stays out of every result table).
 NOT_IN_METRICS = (
     *PROVENANCE_KEYS,
+    "origins",
     "train_seconds",
     "test_seconds",
     "device",

@@ -48,6 +48,8 @@ def write_run(
         "protocol": settings,
         # the tuned file whose values are in model_params / protocol (the tune stage)
         "tuned": spec.get("tuned"),
+        # the place of params.yaml (or the tuned file) each value came from (precedence)
+        "origins": spec.get("origins"),
         "dataset_sha256": spec.get("dataset_sha256"),
         "code_digest": spec.get("code"),
         "curve_file": curve_path_of(record_path).name,

@@ -1,0 +1,259 @@
+"""Where a run's settings come from: one order, one resolver.
+
+A run (benchmark B, dataset D, model M, in suite S) takes its **training settings** from
+these places, lowest first; a later place wins, and a dict setting (``reading``,
+``generator``, ``drop``) is merged key by key, so each place names only what it changes:
+
+====  ============================================  ====================================
+ #    place                                         what it is for
+====  ============================================  ====================================
+ 1    ``protocol``                                  what every run shares
+ 2    ``benchmarks.B``                              the benchmark's protocol (epochs,
+                                                    batch, split, its generator)
+ 3    ``benchmarks.B.dataset_overrides.D``          one dataset's needs (MONSTER's
+                                                    AudioMNIST batch 64)
+ 4    ``models.M.dataset_settings.D``               a study's settings of a model on a
+                                                    dataset (Log-NCDE's lr per UEA set)
+ 5    ``suites.S.overrides``                        the suite, for every run it holds
+                                                    (archive_dir, max_epochs of a
+                                                    preview); a key only where it is a
+                                                    protocol key or the benchmark has it
+ 6    ``suites.S.benchmark_overrides.B``            the suite, on one benchmark
+ 7    ``suites.S.model_overrides.M``                the suite, on one model (the drop
+                                                    ablation's weight decay)
+ 8    the tuned file (``paths.tuned``)              the values a search chose
+====  ============================================  ====================================
+
+``seed_base`` that no place sets is 0 (a run's seed is seed_base + fold).
+
+Its **model hyperparameters**: ``models.M`` (less ``dataset_settings`` and
+``dataset_params``), then ``models.M.dataset_params.D`` (the Log-NCDE benchmark's S5 per
+UEA set), then the tuned file.
+
+`resolve` walks these places and keeps, for every value, the place it came from
+(`Resolved.settings_origin`, `Resolved.params_origin`; a dict setting per key, as
+``reading.block_mb``): ``ssmbench explain`` prints them, as ``git config --show-origin``
+does, and a run record stores them (``settings_origin``), so a record answers "why did this
+run use lr 1e-4?". The suite has the last word over params.yaml, and a search over all.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ssmbench.staleness import EXECUTION_KEYS
+
+#: Keys a suite's ``overrides`` may set for every benchmark: the protocol's.
+PROTOCOL_KEYS = {
+    "optimizer",
+    "lr",
+    "weight_decay",
+    "val_fraction",
+    "val_split_seed",
+    "val_split_fallback",
+    "val_interval",
+    "early_stopping_patience",
+    "monitor",
+    "grad_clip_norm",
+    "max_loss_ratio",
+    "micro_batch_rows",
+    "deterministic",
+    "seed_base",
+    "param_groups",
+    "lr_factor",
+    "lr_schedule",
+    "warmup_epochs",
+    "reading",
+    "epoch_test_scores",
+}
+PROTOCOL_KEYS |= set(EXECUTION_KEYS)
+
+#: training settings every benchmark can take (a benchmark may leave them to defaults)
+BATCH_AND_EPOCH_KEYS = {"max_epochs", "batch_size", "batch_min", "batch_max", "batch_fraction"}
+#: what a search space or a search's ``settings`` may set besides model hyperparameters
+#: (never ``epoch_test_scores``: a tuning trial has no test rows to score)
+TRAINING_KEYS = (PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS) - set(EXECUTION_KEYS) - {"epoch_test_scores"}
+
+#: The origin of ``seed_base`` where no place sets it.
+DEFAULT_SEED_ORIGIN = "default (seed_base 0)"
+#: Keys of a benchmark's entry that are not settings: its dataset list and per-dataset places.
+_BENCHMARK_NOT_SETTINGS = ("datasets", "dataset_overrides")
+#: Keys of a model's entry that are not hyperparameters: its per-dataset places.
+_MODEL_NOT_PARAMS = ("dataset_settings", "dataset_params")
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """A tuned file's values, as a last place: its path (the origin) and what it sets."""
+
+    file: str
+    model_params: Mapping = field(default_factory=dict)
+    training_settings: Mapping = field(default_factory=dict)
+
+
+@dataclass
+class Resolved:
+    """A run's settings and hyperparameters, each value with the place it came from."""
+
+    settings: dict
+    settings_origin: dict[str, str]
+    model_params: dict
+    params_origin: dict[str, str]
+
+
+def _get(mapping, *keys) -> dict:
+    for key in keys:
+        mapping = (mapping or {}).get(key) if isinstance(mapping, Mapping) else None
+    return mapping or {}
+
+
+def _apply(values: dict, origins: dict, place: Mapping, origin: str) -> None:
+    """``values`` updated with ``place`` (a dict value merged key by key into a dict
+    already there), and ``origins`` with where each value now comes from: ``key``, or
+    ``key.sub`` for each key of a dict value."""
+    for key, value in copy.deepcopy(dict(place)).items():
+        merged = isinstance(value, dict) and isinstance(values.get(key), dict)
+        if not merged:
+            for name in [k for k in origins if k == key or k.startswith(f"{key}.")]:
+                del origins[name]
+        values[key] = {**values[key], **value} if merged else value
+        if isinstance(value, dict) and value:
+            origins.update({f"{key}.{sub}": origin for sub in value})
+        else:
+            origins[key] = origin
+
+
+def merge_into(values: dict, place: Mapping) -> None:
+    """``values`` updated with ``place`` by the rule of every place (`_apply`)."""
+    _apply(values, {}, place, "")
+
+
+def settings_places(
+    params: dict, benchmark: str, dataset: str | None, model: str | None, suite: str
+) -> list[tuple[str, Mapping]]:
+    """The places of the module's table that a run has, in order: (the params.yaml key,
+    what it sets). Without ``dataset``/``model``: the places of every run of the benchmark
+    (what the split rule and the data stages read)."""
+    bench = params["benchmarks"][benchmark]
+    suite_entry = params["suites"][suite]
+    places = [
+        ("protocol", params["protocol"]),
+        (f"benchmarks.{benchmark}",
+         {k: v for k, v in bench.items() if k not in _BENCHMARK_NOT_SETTINGS}),
+    ]  # fmt: skip
+    if dataset is not None:
+        places.append(
+            (f"benchmarks.{benchmark}.dataset_overrides.{dataset}",
+             _get(bench, "dataset_overrides", dataset))
+        )  # fmt: skip
+    # the suite's overrides reach the benchmarks that have the setting; protocol keys, all
+    applies = PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS | {k for _, place in places for k in place}
+    if model is not None and dataset is not None:
+        places.append(
+            (f"models.{model}.dataset_settings.{dataset}",
+             _get(params["models"][model], "dataset_settings", dataset))
+        )  # fmt: skip
+    overrides = _get(suite_entry, "overrides")
+    places += [
+        (f"suites.{suite}.overrides", {k: v for k, v in overrides.items() if k in applies}),
+        (f"suites.{suite}.benchmark_overrides.{benchmark}",
+         _get(suite_entry, "benchmark_overrides", benchmark)),
+    ]  # fmt: skip
+    if model is not None:
+        places.append(
+            (f"suites.{suite}.model_overrides.{model}", _get(suite_entry, "model_overrides", model))
+        )
+    return [(origin, place) for origin, place in places if place]
+
+
+def resolve_settings(
+    params: dict,
+    benchmark: str,
+    dataset: str | None = None,
+    model: str | None = None,
+    suite: str | None = None,
+    tuned: Tuned | None = None,
+) -> tuple[dict, dict[str, str]]:
+    """The training settings of a run (or, without ``model``/``dataset``, those every run
+    of the benchmark shares) and the origin of each: the module's table, last place wins.
+    ``suite`` defaults to params.yaml's ``suite``."""
+    settings: dict = {}
+    origins: dict[str, str] = {}
+    for origin, place in settings_places(
+        params, benchmark, dataset, model, suite or params["suite"]
+    ):
+        _apply(settings, origins, place, origin)
+    if tuned is not None:
+        _apply(settings, origins, tuned.training_settings, tuned.file)
+    if "seed_base" not in settings:
+        settings["seed_base"] = 0
+        origins["seed_base"] = DEFAULT_SEED_ORIGIN
+    return settings, dict(sorted(origins.items()))
+
+
+def resolve_model_params(
+    params: dict, model: str, dataset: str | None = None, tuned: Tuned | None = None
+) -> tuple[dict, dict[str, str]]:
+    """A model's hyperparameters on ``dataset`` and the origin of each: its entry, then
+    the dataset's own (``dataset_params``), then the tuned file."""
+    entry = params["models"][model]
+    values: dict = {}
+    origins: dict[str, str] = {}
+    _apply(values, origins, {k: v for k, v in entry.items() if k not in _MODEL_NOT_PARAMS},
+           f"models.{model}")  # fmt: skip
+    if dataset is not None:
+        _apply(values, origins, _get(entry, "dataset_params", dataset),
+               f"models.{model}.dataset_params.{dataset}")  # fmt: skip
+    if tuned is not None:
+        _apply(values, origins, tuned.model_params, tuned.file)
+    return values, dict(sorted(origins.items()))
+
+
+def resolve(
+    params: dict,
+    benchmark: str,
+    dataset: str,
+    model: str,
+    suite: str | None = None,
+    tuned: Tuned | None = None,
+) -> Resolved:
+    """A run's training settings and model hyperparameters, each with its origin."""
+    settings, settings_origin = resolve_settings(params, benchmark, dataset, model, suite, tuned)
+    model_params, params_origin = resolve_model_params(params, model, dataset, tuned)
+    return Resolved(settings, settings_origin, model_params, params_origin)
+
+
+def _leaves(values: Mapping, origins: Mapping) -> list[tuple[str, object, str]]:
+    """(key, value, place) per origin: ``key.sub`` for each key of a dict setting."""
+    rows = []
+    for name, place in origins.items():
+        key, _, sub = name.partition(".")
+        value = values.get(key)
+        rows.append((name, value.get(sub) if sub and isinstance(value, Mapping) else value, place))
+    return rows
+
+
+def format_origins(spec: Mapping, suite: str) -> str:
+    """A run's settings and hyperparameters, one per line with the place it came from
+    (``ssmbench explain``), from a spec of `ssmbench.config.job_spec`."""
+    import json
+
+    run = f"{spec['benchmark']}/{spec['dataset']}/{spec['model']}/fold{spec['fold']}"
+    tuned = spec.get("tuned") or {}
+    lines = [f"{run} in suite {suite}: each value and the place it came from (last wins: "
+             "docs/protocol.md, 'Where a run's settings come from')"]  # fmt: skip
+    if tuned.get("missing"):
+        lines.append(f"tuned file {tuned['file']}: not written yet; the tune stage's values "
+                     "will go over those below")  # fmt: skip
+    for title, values, origins in (
+        ("training settings", spec["settings"], spec["origins"]["settings"]),
+        ("model hyperparameters", spec["model_params"], spec["origins"]["model_params"]),
+    ):
+        rows = [(k, json.dumps(v), p) for k, v, p in _leaves(values, origins)]
+        width_key = max((len(k) for k, _, _ in rows), default=0)
+        width_value = max((len(v) for _, v, _ in rows), default=0)
+        lines += ["", title]
+        lines += [f"  {k:<{width_key}}  {v:<{width_value}}  {p}" for k, v, p in rows]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,167 @@
+"""One order for a run's settings (ssmbench.precedence): each place of the table wins over
+the ones before it, the origin of every value is the place that set it last, the docs'
+table is the code's, and `ssmbench explain` prints it."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+
+import pytest
+from conftest import REPO
+
+from ssmbench.cli import main
+from ssmbench.config import Job, job_spec, load_params
+from ssmbench.precedence import (
+    DEFAULT_SEED_ORIGIN,
+    Tuned,
+    resolve,
+    resolve_settings,
+    settings_places,
+)
+from ssmbench.staleness import tracked_settings
+
+RUN = ("uea", "BasicMotions", "MS4N")
+SUITE = "default"
+
+
+@pytest.fixture(scope="module")
+def real_params() -> dict:
+    return load_params(REPO / "params.yaml")
+
+
+def _with_lr_everywhere(params: dict) -> tuple[dict, list[str], list[dict]]:
+    """params with lr set to a different value at each of the table's places for RUN;
+    the places' names and their dicts in params."""
+    p = copy.deepcopy(params)
+    bench, dataset, model = RUN
+    suite = p["suites"][SUITE]
+    places = [
+        ("protocol", p["protocol"]),
+        (f"benchmarks.{bench}", p["benchmarks"][bench]),
+        (f"benchmarks.{bench}.dataset_overrides.{dataset}",
+         p["benchmarks"][bench].setdefault("dataset_overrides", {}).setdefault(dataset, {})),
+        (f"models.{model}.dataset_settings.{dataset}",
+         p["models"][model].setdefault("dataset_settings", {}).setdefault(dataset, {})),
+        (f"suites.{SUITE}.overrides", suite.setdefault("overrides", {})),
+        (f"suites.{SUITE}.benchmark_overrides.{bench}",
+         suite.setdefault("benchmark_overrides", {}).setdefault(bench, {})),
+        (f"suites.{SUITE}.model_overrides.{model}",
+         suite.setdefault("model_overrides", {}).setdefault(model, {})),
+    ]  # fmt: skip
+    for i, (_, place) in enumerate(places):
+        place["lr"] = 10.0 ** -(i + 1)
+    return p, [name for name, _ in places], [place for _, place in places]
+
+
+def test_each_place_wins_over_the_ones_before_it(real_params):
+    params, names, dicts = _with_lr_everywhere(real_params)
+    bench, dataset, model = RUN
+    found = [name for name, _ in settings_places(params, bench, dataset, model, SUITE)]
+    assert found == names  # the table's order
+    for i in reversed(range(len(names))):
+        settings, origins = resolve_settings(params, bench, dataset, model, SUITE)
+        assert origins["lr"] == names[i] and settings["lr"] == 10.0 ** -(i + 1)
+        # take the last place's lr away: the one before it shows through
+        dicts[i].pop("lr")
+    with pytest.raises(KeyError):
+        resolve_settings(params, bench, dataset, model, SUITE)[1]["lr"]
+
+
+def test_a_tuned_file_goes_over_every_place(real_params):
+    params, _, _ = _with_lr_everywhere(real_params)
+    tuned = Tuned("results/tuned/uea/BasicMotions/MS4N.json", {"dropout": 0.3}, {"lr": 0.5})
+    resolved = resolve(params, *RUN, SUITE, tuned)
+    assert resolved.settings["lr"] == 0.5 and resolved.settings_origin["lr"] == tuned.file
+    assert resolved.model_params["dropout"] == 0.3
+    assert resolved.params_origin["dropout"] == tuned.file
+    assert resolved.params_origin["d_model"] == "models.MS4N"
+
+
+def test_a_dict_setting_is_merged_key_by_key_with_an_origin_per_key(real_params):
+    params = copy.deepcopy(real_params)
+    params["suites"][SUITE]["overrides"] = {"reading": {"block_mb": 1.0}}
+    settings, origins = resolve_settings(params, *RUN, SUITE)
+    assert settings["reading"]["block_mb"] == 1.0
+    assert settings["reading"]["buffer_blocks"] == params["protocol"]["reading"]["buffer_blocks"]
+    assert origins["reading.block_mb"] == f"suites.{SUITE}.overrides"
+    assert origins["reading.buffer_blocks"] == "protocol"
+    assert "reading" not in origins
+
+
+def test_a_suite_setting_reaches_only_benchmarks_that_have_it(real_params):
+    params = copy.deepcopy(real_params)
+    params["suites"][SUITE]["overrides"] = {"generator": {"seed": 7}}  # synthetic's, not uea's
+    settings, origins = resolve_settings(params, *RUN, SUITE)
+    assert "generator" not in settings and not any(k.startswith("generator") for k in origins)
+    synthetic, _ = resolve_settings(params, "synthetic", None, None, SUITE)
+    assert synthetic["generator"]["seed"] == 7
+
+
+def test_seed_base_no_place_sets_is_zero_and_says_so(real_params):
+    params = copy.deepcopy(real_params)
+    params["protocol"].pop("seed_base", None)
+    settings, origins = resolve_settings(params, *RUN, SUITE)
+    assert settings["seed_base"] == 0 and origins["seed_base"] == DEFAULT_SEED_ORIGIN
+
+
+def test_every_value_has_an_origin_in_every_suite(real_params):
+    from ssmbench.config import suite_grid
+
+    for suite in real_params["suites"]:
+        for job in suite_grid(real_params, suite)[:50]:
+            spec = job_spec(real_params, job, suite)
+            pairs = (
+                (spec["settings"], spec["origins"]["settings"]),
+                (spec["model_params"], spec["origins"]["model_params"]),
+            )
+            for values, origins in pairs:
+                covered = {name.partition(".")[0] for name in origins}
+                assert covered == set(values), (suite, job)
+
+
+def test_where_a_value_comes_from_never_makes_a_record_stale(real_params):
+    job = Job(*RUN, 0)
+    spec = job_spec(real_params, job, SUITE)
+    moved = copy.deepcopy(spec)
+    moved["origins"]["settings"]["lr"] = "somewhere else"
+    assert tracked_settings(moved) == tracked_settings(spec)
+
+
+def test_the_docs_table_is_the_code_s_order(real_params):
+    text = (REPO / "docs/protocol.md").read_text()
+    section = text.split("### Where a run's settings come from", 1)[1].split("\n### ", 1)[0]
+    rows = re.findall(r"^\| (\d) \| `([^`]+)`", section, flags=re.M)
+    params, _, _ = _with_lr_everywhere(real_params)
+    code = [name for name, _ in settings_places(params, *RUN, SUITE)]
+    generic = [
+        name.replace(f"suites.{SUITE}", "suites.S").replace("uea", "B")
+        .replace("BasicMotions", "D").replace("MS4N", "M")
+        for name in code
+    ]  # fmt: skip
+    assert [place for _, place in rows[: len(generic)]] == generic
+    assert len(rows) == len(generic)
+    assert re.search(rf"^\| {len(generic) + 1} \| the tuned file", section, flags=re.M)
+
+
+def test_explain_prints_each_value_with_its_place(capsys):
+    argv = ["--params", str(REPO / "params.yaml"), "--suite", "uea6-paper", "explain",
+            "--benchmark", "uea6", "--dataset", "MotorImagery", "--model", "TIDES"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  lr +0\.000652 +models\.TIDES\.dataset_settings\.MotorImagery$", out, re.M)
+    assert re.search(r"^  optimizer +\"adam\" +protocol$", out, re.M)
+    assert re.search(r"^  d_model +32 +models\.TIDES\.dataset_params\.MotorImagery$", out, re.M)
+    assert "tuned file" in out and "not written yet" in out  # uea6-paper tunes TIDES
+    assert main([*argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["origins"]["settings"]["lr"] == "models.TIDES.dataset_settings.MotorImagery"
+    assert data["settings"]["lr"] == 0.000652 and data["suite"] == "uea6-paper"
+
+
+def test_explain_names_an_unknown_model(capsys):
+    argv = ["--params", str(REPO / "params.yaml"), "explain", "--benchmark", "uea",
+            "--dataset", "BasicMotions", "--model", "NoSuchModel"]  # fmt: skip
+    assert main(argv) == 2
+    assert "--model" in capsys.readouterr().err
