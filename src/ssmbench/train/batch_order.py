@@ -7,8 +7,8 @@ cold page cache (``benchmarks/bench_scale.py``: 0.055x on a 6 GB X), which for M
 chooses per run (`plan_reading`):
 
 * ``memory`` (X's size <= ``in_memory_max_gb``): X is copied into memory once per run
-  and every epoch is a full shuffle, ``train_idx[randperm(n)]`` -- exactly the order of
-  earlier versions, so the results of datasets that fit do not change.
+  and every epoch is a full shuffle, ``train_idx[randperm(n)]`` from the run's generator
+  alone, so a run on a dataset that fits gets the same batches whatever the block settings.
 * ``blocks`` (a larger X): the sorted training rows are cut into blocks of
   ``block_rows`` consecutive training rows (``block_mb`` of X each); an epoch shuffles
   the blocks, then takes them ``buffer_blocks`` at a time (a *window*) and shuffles the
@@ -56,7 +56,7 @@ BOUNDS_CHUNK_ROWS = 1 << 18
 
 
 def full_order(train_idx: np.ndarray, generator: torch.Generator) -> np.ndarray:
-    """A full shuffle of the training rows (the order of every earlier version)."""
+    """A full shuffle of the training rows: ``train_idx[randperm(n)]``."""
     return train_idx[torch.randperm(len(train_idx), generator=generator).numpy()]
 
 
