@@ -143,7 +143,7 @@ def fake_datasets(project: Path, params: dict, suite: dict) -> list[Path]:
 
 def record_template() -> dict:
     """A record's keys and sizes as `ssmbench train` writes them (docs/contracts.md)."""
-    from ssmbench.train.records import provenance
+    from ssmbench.train.provenance import provenance
 
     return {
         "task": "classification", "error_metric": "error", "test_accuracy": 0.9,

@@ -182,7 +182,7 @@ def main(argv=None) -> int:
 
     shapes, fit_shapes = parse(args.shapes), parse(args.fit_shapes)
     today = datetime.date.today().isoformat()
-    from ssmbench.train.records import cpu_model
+    from ssmbench.train.provenance import cpu_model
 
     cpu = cpu_model() or platform.machine()
     where = (torch.cuda.get_device_name(device) if device.type == "cuda"

@@ -1,4 +1,4 @@
-"""Provenance in every run record (ssmbench.train.records.provenance)."""
+"""Provenance in every run record (ssmbench.train.provenance.provenance)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from ssmbench.train import records
-from ssmbench.train.records import ATTEMPT_ENV, provenance, slurm_info
+from ssmbench.train import provenance as records
+from ssmbench.train.provenance import ATTEMPT_ENV, provenance, slurm_info
 
 SLURM_ENV = ("SLURM_JOB_ID", "SLURM_RESTART_COUNT", "SLURM_JOB_PARTITION", ATTEMPT_ENV)
 

@@ -219,7 +219,7 @@ def _train(args, stop) -> int:
     from ssmbench.staleness import record_state
     from ssmbench.train.checkpoint import checkpoint_path
     from ssmbench.train.protocol import run_job
-    from ssmbench.train.record_files import RecordWriteError
+    from ssmbench.train.record import RecordWriteError
 
     params = _params(args)
     _check_known(args, params)

@@ -39,9 +39,8 @@ EXECUTION_KEYS = ("checkpoint_every", "checkpoint_min_seconds")
 
 #: modules of the train package a result does not depend on, and why
 NOT_RESULT_CODE = {
-    "train/records.py": "provenance only: where and with what a run was made",
+    "train/provenance.py": "provenance only: where and with what a run was made",
     "train/stop.py": "when a run stops on a signal, not what it computes",
-    "train/record_files.py": "how a record and its curve are written, not what they hold",
 }
 #: single modules a result depends on beyond the train package (relative to the package)
 RESULT_MODULES = (

@@ -32,7 +32,7 @@ import pandas as pd
 
 from ssmbench.io import atomic_write, atomic_write_text
 from ssmbench.report.errors import RecordError
-from ssmbench.train.records import PROVENANCE_KEYS
+from ssmbench.train.provenance import PROVENANCE_KEYS
 
 #: Key order of a run record (docs/contracts.md); metrics.csv columns follow it, less
 #: ``NOT_IN_METRICS``.
@@ -81,7 +81,7 @@ RECORD_KEYS = (
     "tuned",
     "origins",
 )
-#: Record keys left out of metrics.csv: provenance (``train.records.PROVENANCE_KEYS``),
+#: Record keys left out of metrics.csv: provenance (``train.provenance.PROVENANCE_KEYS``),
 #: where each setting came from (``origins``; the values are in ``protocol`` and
 #: ``model_params``), wall-clock times, the device the run used and how it ran there (the
 #: scan path its layers took, whether micro-batches were applied: both follow the device,

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 
 from ssmbench.io import atomic_write
 from ssmbench.staleness import CURVE_FILE_KEY, curve_problem
-from ssmbench.train.run_record import CURVE_COLUMNS
+from ssmbench.train.record import CURVE_COLUMNS
 
 from .aggregate import RecordError, read_record
 from .style import message_figure, save

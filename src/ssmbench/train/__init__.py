@@ -2,9 +2,9 @@
 model (run_setup.py), a non-deep model's fit (estimator_run.py), what a run minimises and
 reports (objective.py), the checks that make a run sound (checks.py), the fold's rows and
 batches (splits.py), how X is read (batch_order.py), the optimizer (optim.py),
-checkpoints (checkpoint.py), stop signals (stop.py), what a record holds (run_record.py),
-a run's record and curve published as one unit (record_files.py) and the record's
-provenance (records.py); and the optional malloc settings of a training process
+checkpoints (checkpoint.py), stop signals (stop.py), a run's record and curve, what
+they hold and how they are published as one unit (record.py), and the record's
+provenance (provenance.py); and the optional malloc settings of a training process
 (below)."""
 
 # Optional glibc malloc settings for training processes (`ssmbench train --fast-malloc`).

@@ -5,7 +5,7 @@ Several reference codes of this field choose the tested epoch on the test split
 (docs/protocol.md says which, file and line). What that would have bought is measurable
 only if a run also scores its test rows at each epoch: with ``epoch_test_scores: true`` it
 does, and publishes those scores in ``fold{k}.test_scores.csv`` beside its record, in the
-same unit as the record and its curve (``record_files.publish_record``). The record names
+same unit as the record and its curve (``record.publish_record``). The record names
 the file and holds its sha256 (``SCORES_FILE_KEY``, ``SCORES_SHA256_KEY``).
 
 Nothing that decides a run reads these scores. Selection, early stopping and tuning see

@@ -10,7 +10,7 @@ import numpy as np
 from ssmbench.models import model_inputs
 from ssmbench.train.checkpoint import TrainingInterrupted
 from ssmbench.train.evaluation import score_test_sets
-from ssmbench.train.run_record import write_run
+from ssmbench.train.record import write_run
 
 
 def run_estimator(

@@ -17,7 +17,7 @@
 * Seeded (seed = seed_base + fold) and deterministic on CPU.
 
 The run publishes its per-epoch curve and its record as one unit, the record last
-(``ssmbench.train.record_files``): a record exists only if the run finished, and a curve
+(``ssmbench.train.record``): a record exists only if the run finished, and a curve
 is trusted only beside the record that holds its sha256. A checkpoint that cannot be
 written is a warning, never the end of a run.
 
@@ -59,7 +59,7 @@ from ssmbench.train.micro_batches import (
 )
 from ssmbench.train.optim import build_optimizer, lr_factor_at, set_epoch_lr
 from ssmbench.train.probes import run_probes
-from ssmbench.train.run_record import write_run
+from ssmbench.train.record import write_run
 from ssmbench.train.run_setup import RunSetup, set_up
 
 
