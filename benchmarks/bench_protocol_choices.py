@@ -143,8 +143,8 @@ def _check_authors_is_default() -> None:
 def _run_key(spec: dict) -> str:
     """What decides a run's result: its settings (the split's by its rows), model, seed."""
     from ssmbench.data.store import open_fold
-    from ssmbench.fold_split import validation_seed
-    from ssmbench.train.splits import split_indices
+    from ssmbench.data.validation_split import validation_seed
+    from ssmbench.train.fold_split import split_indices
 
     settings = spec["settings"]
     seed = int(settings.get("seed_base", 0)) + int(spec["fold"])

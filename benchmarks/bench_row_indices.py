@@ -15,7 +15,7 @@ imports:
   batch read through each; then the batches of the epoch's first `TRAIN_WINDOWS` windows
   read (the reader's cache at its size) and `TRAIN_STEPS` of them trained on (MS4N,
   Adam): the whole run's peak;
-* ``split_step``: the split rule's job (``ssmbench.train.split_files.write_split``: the
+* ``split_step``: the split rule's job (``ssmbench.train.fold_split.write_split``: the
   checks, the same draw, the rows written as .npy files);
 * ``ours_files``: the same as ``ours`` reading the split step's files
   (``spec["split_dir"]``: what a block-read dataset's training jobs do): the rows stay on
@@ -84,9 +84,8 @@ def measure(kind: str, folder: Path) -> dict:
     from ssmbench.config import Job, job_spec, load_params
     from ssmbench.data.store import PreparedDataset
     from ssmbench.reading_plan import plan_reading
-    from ssmbench.train.batch_order import epoch_order, plan_order
+    from ssmbench.train.batch_order import epoch_order, iterate_batches, plan_order
     from ssmbench.train.run_setup import set_up
-    from ssmbench.train.splits import iterate_batches
 
     if kind == "anchor":
         from sklearn.model_selection import StratifiedShuffleSplit
@@ -102,7 +101,7 @@ def measure(kind: str, folder: Path) -> dict:
         spec["settings"]["val_split_seed"] = 1234
     if kind == "split_step":  # the split rule's job: checks, the draw, the files written
         from ssmbench.data.row_file import RowFile
-        from ssmbench.train.split_files import write_split
+        from ssmbench.train.fold_split import write_split
 
         write_split(folder, 0, spec["settings"], folder / "split")
         split = rest = memory_bytes("VmRSS") - base, memory_bytes("VmHWM") - base

@@ -14,7 +14,7 @@ What it does (each heavy part in its own subprocess, so that each peak RSS is it
    once more, and ``prepare_monster`` does not need its ``provenance.json``.
 3. ``train``: MS4N (``build_model`` with the params.yaml ``MS4N`` entry), Adam (the
    protocol's lr), ``--steps`` optimisation steps at batch ``--batch`` (256, MONSTER's),
-   batches of the training rows of fold 0 read by ``ssmbench.train.splits.iterate_batches``
+   batches of the training rows of fold 0 read by ``ssmbench.train.fold_split.iterate_batches``
    in block-shuffled order through a ``BlockReader`` (``ssmbench.train.batch_order``, the
    params.yaml sizes: how ``ssmbench train`` reads an X above the in-memory budget; here
    at both sizes), shuffled with a seeded ``torch.Generator``. It runs under glibc's
@@ -291,9 +291,8 @@ def phase_train(data: Path, steps: int, batch: int, threads: int, seed: int, par
     from ssmbench.data.store import PreparedDataset
     from ssmbench.models import build_model
     from ssmbench.reading_plan import plan_reading
-    from ssmbench.train.batch_order import BlockReader, plan_order
+    from ssmbench.train.batch_order import BlockReader, iterate_batches, plan_order
     from ssmbench.train.run_setup import seed_everything
-    from ssmbench.train.splits import iterate_batches
 
     torch.set_num_threads(threads)
     seed_everything(seed)
@@ -387,8 +386,7 @@ def phase_load(
     from ssmbench.config import load_params
     from ssmbench.data.store import PreparedDataset
     from ssmbench.reading_plan import plan_reading
-    from ssmbench.train.batch_order import BlockReader, BlockShuffledOrder
-    from ssmbench.train.splits import iterate_batches
+    from ssmbench.train.batch_order import BlockReader, BlockShuffledOrder, iterate_batches
 
     path = data / "prepared" / NAME
     x_path, y_path = path / "X.npy", path / "y.npy"

@@ -17,15 +17,14 @@ from ssmbench.config import Job, benchmark_settings, job_spec
 from ssmbench.data.errors import DataError
 from ssmbench.data.store import PreparedDataset
 from ssmbench.data.uea import fetch_uea, prepare_uea
-from ssmbench.data.validation_split import stratified_validation_split
-from ssmbench.fold_split import validation_seed
+from ssmbench.data.validation_split import stratified_validation_split, validation_seed
 from ssmbench.models import build_model
 from ssmbench.models.s4d import ChannelDropout
 from ssmbench.report.aggregate import collect_records
 from ssmbench.report.protocol_notes import protocol_notes
 from ssmbench.report.reference import load_authors_protocol
+from ssmbench.train.fold_split import split_indices
 from ssmbench.train.protocol import run_job
-from ssmbench.train.splits import split_indices
 
 PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())
 

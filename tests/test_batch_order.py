@@ -507,12 +507,12 @@ def test_a_block_around_a_test_fold_reads_its_own_rows_only(tmp_path):
 
 
 def test_a_run_on_the_split_steps_files_trains_as_one_that_draws_it(project, tmp_path):
-    """A fold's split written by the split step (ssmbench.train.split_files) and read as
+    """A fold's split written by the split step (ssmbench.train.fold_split) and read as
     RowFiles: the same rows, the same block-shuffled epochs, the same record; in memory
     mode the rows are read whole; a split drawn with other settings is refused."""
     from ssmbench.data.errors import DataError
     from ssmbench.data.row_file import RowFile
-    from ssmbench.train.split_files import write_split
+    from ssmbench.train.fold_split import write_split
 
     spec = spec_of(project, 4, BLOCK_READING)
     reference = run_job(spec, tmp_path / "ref" / "fold0.json", log=lambda _: None)

@@ -19,7 +19,7 @@ from ssmbench.config import (
     suite_grid,
 )
 from ssmbench.params_file import validate_schema
-from ssmbench.train.splits import batch_size_for
+from ssmbench.train.batch_order import batch_size_for
 
 
 @pytest.fixture()

@@ -27,7 +27,6 @@ LAYERS = {
     "ssmbench.params_file": 2,
     "ssmbench.precedence": 2,
     "ssmbench.reading_plan": 2,
-    "ssmbench.fold_split": 2,
     "ssmbench.resources": 2,
     "ssmbench.search_space": 2,
     "ssmbench.series_lengths": 2,

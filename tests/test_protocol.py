@@ -17,8 +17,8 @@ from ssmbench import io as atomic_io
 from ssmbench.config import Job, job_spec
 from ssmbench.data.store import PreparedDataset
 from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.train.fold_split import split_indices
 from ssmbench.train.protocol import run_job
-from ssmbench.train.splits import split_indices
 
 
 @pytest.fixture(scope="module")

@@ -174,8 +174,7 @@ def _split(project, monkeypatch, *extra) -> int:
 
 def test_cli_split_writes_the_rows_a_run_would_draw(project, monkeypatch, capsys):
     from ssmbench.data.store import open_fold
-    from ssmbench.train.split_files import read_split
-    from ssmbench.train.splits import split_fold
+    from ssmbench.train.fold_split import read_split, split_fold
 
     assert _split(project, monkeypatch) == 0
     params = load_params(project / "params.yaml")
@@ -199,7 +198,7 @@ def test_cli_split_writes_the_rows_a_run_would_draw(project, monkeypatch, capsys
 
 def test_read_split_refuses_a_split_drawn_with_another_val_fraction(project, monkeypatch):
     from ssmbench.data.store import open_fold
-    from ssmbench.train.split_files import read_split
+    from ssmbench.train.fold_split import read_split
 
     assert _split(project, monkeypatch) == 0
     params = load_params(project / "params.yaml")
@@ -236,7 +235,7 @@ def test_read_split_refuses_a_split_of_another_preparation(project, monkeypatch,
     import shutil
 
     from ssmbench.data.store import open_fold
-    from ssmbench.train.split_files import read_split
+    from ssmbench.train.fold_split import read_split
 
     assert _split(project, monkeypatch) == 0
     params = load_params(project / "params.yaml")

@@ -139,6 +139,7 @@ def test_dvc_train_stage_deps_cover_the_digest_and_nothing_unexplained():
     of that stage is hashed or listed here with why it does not change a result."""
     not_results = {
         "src/ssmbench/config.py": "resolves the settings, which each record holds itself",
+        "src/ssmbench/precedence.py": "orders the settings' places; each record holds the result",
         "src/ssmbench/io.py": "atomic file writes",
         "src/ssmbench/staleness.py": "decides which runs run again, not what they compute",
         "src/ssmbench/resources.py": "a run's CPUs, memory, GPU and time limit",

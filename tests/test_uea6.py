@@ -21,7 +21,7 @@ from ssmbench.data.uea6 import (
     prepare_uea6_variant,
     seed_splits,
 )
-from ssmbench.train.splits import split_indices
+from ssmbench.train.fold_split import split_indices
 
 
 @pytest.fixture(scope="module")

@@ -169,13 +169,13 @@ def cmd_prepare(args) -> int:
 
 def cmd_split(args) -> int:
     """One fold's split of a dataset read in blocks, drawn once for all its training jobs
-    (the split rule; ssmbench.train.split_files.write_split): the training, validation
+    (the split rule; ssmbench.train.fold_split.write_split): the training, validation
     and test rows as .npy files and a split.json, in ``split_path`` (or --out, under
     paths.splits). It is drawn with the benchmark's settings (``benchmark_settings``: what
     every model's run has unless it overrides them, which `untuned_spec` refuses for such
     a dataset), so a run's ``read_split`` check finds its own settings."""
     from ssmbench.config import benchmark_settings, split_dir_of, split_path
-    from ssmbench.train.split_files import write_split
+    from ssmbench.train.fold_split import write_split
 
     params = _params(args)
     _check_known(args, params)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ssmbench.data.names import name_problem
-from ssmbench.fold_split import split_settings
+from ssmbench.data.validation_split import split_settings
 from ssmbench.params_file import ConfigError, read_params, validate_schema
 from ssmbench.precedence import (
     BATCH_AND_EPOCH_KEYS,
@@ -500,7 +500,7 @@ def tuned_path(params: dict, job: Job) -> Path:
     return tuned_file(params["paths"]["tuned"], job.benchmark, job.dataset, job.model)
 
 
-# --- a block-read dataset's fold splits (the split rule; ssmbench.train.split_files)
+# --- a block-read dataset's fold splits (the split rule; ssmbench.train.fold_split)
 
 
 def split_path(params: dict, benchmark: str, dataset: str, fold: int) -> Path:

@@ -277,7 +277,7 @@ def estimate(
     """The bill of ``suite`` (params.yaml's ``suite`` when None)."""
     from ssmbench.config import suite_searches
     from ssmbench.search_space import search_of
-    from ssmbench.train.splits import batch_size_for
+    from ssmbench.train.batch_order import batch_size_for
 
     if epochs_from not in EPOCH_SOURCES:
         raise ConfigError(f"--epochs must be one of {EPOCH_SOURCES}, got {epochs_from!r}")

@@ -48,7 +48,7 @@ RESULT_MODULES = (
     "data/row_file.py",
     "complexity.py",
     "reading_plan.py",
-    "fold_split.py",
+    "data/validation_split.py",
 )
 #: of models/, the modules no one family's result depends on: the package's re-exports
 #: and the family table (registering a new family must not rerun the other families)

@@ -1,6 +1,6 @@
 # One job per (benchmark, dataset, fold) of a dataset read in blocks (X above
 # protocol.reading.in_memory_max_gb; ssmbench.config.split_dir_of): the fold's training,
-# validation and test rows drawn once (ssmbench.train.split_files.write_split), read by
+# validation and test rows drawn once (ssmbench.train.fold_split.write_split), read by
 # every training job (and search) of that fold, whose memory then does not grow with N.
 # Other datasets have no split job: their runs draw their split themselves.
 rule split:

@@ -23,6 +23,10 @@ scikit-learn's last step (each part shuffled once more) only orders rows within 
 the protocol sorts them, so it is left out. ``tests/test_validation_split.py`` checks the
 sets equal scikit-learn's. Where no stratified split of that size exists, the fallbacks
 of params.yaml's ``protocol.val_split_fallback`` (`VALIDATION_FALLBACKS`).
+
+What a fold's split is drawn with: its seed (`validation_seed`) and the settings a split
+drawn once by the split rule records and is checked against (`split_settings`;
+``ssmbench.train.fold_split``).
 """
 
 from __future__ import annotations
@@ -276,3 +280,26 @@ def stratified_validation_split(
         raise DataError(f"validation split: expected a non-empty 1-D label array, got {y.shape}.")
     train, val, _ = split_rows(array_chunks(y), y.size, fraction, seed, fallback)
     return train.astype(np.int64), val.astype(np.int64)
+
+
+# --- what a fold's split is drawn with ----------------------------------------------
+
+
+def validation_seed(settings: dict, run_seed: int) -> int:
+    """The seed of a run's validation split: ``val_split_seed`` from params.yaml (the MS4N
+    authors' 1234: one split for every run of a fold) or, with ``run``, the run's own seed
+    (a split re-drawn per seeded run)."""
+    chosen = settings.get("val_split_seed", "run")
+    return int(run_seed) if chosen == "run" else int(chosen)
+
+
+def split_settings(settings: dict, fold: int) -> dict:
+    """What a fold's split is drawn with: the fold, the validation fraction, the split's
+    seed (``protocol.val_split_seed``, or the run's seed) and the fallback."""
+    run_seed = int(settings.get("seed_base", 0)) + int(fold)
+    return {
+        "fold": int(fold),
+        "val_fraction": float(settings["val_fraction"]),
+        "seed": validation_seed(settings, run_seed),
+        "fallback": settings.get("val_split_fallback", "per_class"),
+    }

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -24,20 +25,8 @@ from .aggregate import (
     write_metrics_csv,
     write_summary_json,
 )
-from .critical_difference import cd_diagram
-from .drop_rate import drop_rate_claims, drop_rate_figure, drop_rate_results, drop_rate_table
-from .fading_flash import (
-    NOISY_DATASET,
-    decay_results,
-    fading_flash_claims,
-    fading_flash_decay_figure,
-    fading_flash_figure,
-    fading_flash_results,
-    fading_flash_table,
-)
-from .figure1 import figure1
-from .figures import CURVE_COLUMNS, figure8, load_curves, write_curves_csv
-from .im_ablation import im_ablation_claims, im_ablation_results, im_ablation_table
+from .context import DrawContext
+from .figures import CURVE_COLUMNS, load_curves, write_curves_csv
 from .outputs import (
     CONSISTENCY_KEY,
     PAPER_BENCHMARKS,
@@ -47,20 +36,10 @@ from .outputs import (
     published_dir,
     report_outputs,
 )
-from .overview import overview_figure
-from .pairwise import pairwise_figure
-from .paper_tables import (
-    paper_consistency,
-    per_dataset_table,
-    table1,
-    table2,
-    table4,
-)
-from .physiome_table import physiome_cd_diagram, physiome_results, write_physiome_table
-from .polar_ranks import polar_rank_figure
+from .paper_tables import paper_consistency
+from .physiome_table import physiome_of
 from .protocol_notes import write_protocol_notes
-from .reference import load_published_summary
-from .results import ours_per_dataset, paper_per_dataset, restrict
+from .results import ours_per_dataset, paper_per_dataset
 from .scorecard import (
     leaderboard_comparison,
     leaderboard_counts,
@@ -69,29 +48,10 @@ from .scorecard import (
     scorecard_counts,
     write_scorecard,
 )
-from .selection_optimism import selection_optimism_runs, selection_optimism_table
-from .style import message_figure
-from .tables import write_table
-from .uea6_table import uea6_results, write_uea6_table
 
 log = logging.getLogger("ssmbench.report")
 
-#: The training-curve figure compares these two (the paper's MS4 vs MS4N); others only if
-#: neither ran.
-CURVE_MODELS = ("MS4", "MS4N")
-#: It draws at most this many datasets unless report.figure8_datasets names them.
-CURVE_MAX_DATASETS = 3
 DEFAULT_THRESHOLDS = {"val_loss": 0.5, "val_accuracy": 0.9}
-#: Figures 8 and 9: the dataset each shows.
-CONVERGENCE_DATASETS = {"figure8": "Pedestrian", "figure9": "Traffic"}
-#: Figures 4–6: the MONSTER domains of each.
-POLAR_DOMAINS = {
-    "figure4": ("Audio", "Other"),
-    "figure5": ("EEG", "HAR"),
-    "figure6": ("Satellite", "Counts"),
-}
-#: Significance level of the critical-difference diagrams.
-CD_ALPHA = 0.05
 
 
 def _in_grid(df, grid):
@@ -120,154 +80,25 @@ def _compared(ours: pd.DataFrame, paper: pd.DataFrame, cells: bool = True) -> pd
     return paper[keep].reset_index(drop=True)
 
 
-def _on(frame: pd.DataFrame, benchmarks: list[str]) -> pd.DataFrame:
-    return frame[frame["benchmark"].isin(benchmarks)]
-
-
-def _paper_epochs(dataset: str) -> dict[tuple[str, str], int]:
-    """Section 5.3's convergence epochs (val loss) on ``dataset``."""
-    s = load_published_summary()
-    metric = f"convergence_epoch_val_loss_{dataset}"
-    rows = s[s["metric"] == metric]
-    return {(r.model, "val_loss"): int(r.value) for r in rows.itertuples(index=False)}
-
-
 def _written(prefix: str, paths: Mapping[str, Path]) -> dict[str, Path]:
     return {f"{prefix}_{ext}": path for ext, path in paths.items()}
 
 
-def _draw(artefact: Artefact, stem: Path, ours, paper, curves, options) -> dict[str, Path]:
-    """Write one artefact; ``ours``/``paper`` per-dataset frames (``paper`` already on
-    our datasets and models, or all of it in the published-only report)."""
-    key = artefact.key
-    full_paper = options["full_paper"]
-    curves_only = key in CONVERGENCE_DATASETS or key == "training_curves"
-    if key == "physiome_cd":  # the leaderboard's columns are drawn even without ours
-        return physiome_cd_diagram(options["physiome"], stem, alpha=CD_ALPHA)
-    if artefact.kind == "figure" and not curves_only:
-        needs = list(artefact.needs)
-        if _on(ours, needs).empty and _on(paper, needs).empty:
-            where = " or ".join(needs)
-            log.warning("%s: skipped: no results of ours or the paper's on %s", key, where)
-            return message_figure(stem, artefact.what, [f"no results on {where} in these records"])
-    if key == "table1":
-        return write_table(table1(ours, full_paper), stem)
-    if key == "table2":
-        return write_table(table2(ours, full_paper, options.get("counts")), stem)
-    if key == "table3":
-        return write_table(per_dataset_table(ours, full_paper, "monster"), stem)
-    if key == "table4":
-        return write_table(table4(ours, full_paper, options.get("counts")), stem)
-    if key == "table5":
-        return write_table(per_dataset_table(ours, full_paper, "uea"), stem)
-    if key == "fading_flash_table":
-        return write_table(fading_flash_table(options["fading_flash"]), stem)
-    if key == "fading_flash_claims":
-        return write_table(fading_flash_claims(options["fading_flash"]), stem)
-    if key == "fading_flash":
-        return fading_flash_figure(options["fading_flash"], stem)
-    if key == "fading_flash_noisy_table":
-        return write_table(fading_flash_table(options["fading_flash_noisy"]), stem)
-    if key == "fading_flash_noisy":
-        title = "Fading Flash, trained on noisy rows, tested clean"
-        return fading_flash_figure(options["fading_flash_noisy"], stem, title)
-    if key == "fading_flash_decay":
-        return fading_flash_decay_figure(options["decay"], stem)
-    if key == "drop_rate_table":
-        return write_table(drop_rate_table(options["drop_rate"]), stem)
-    if key == "drop_rate_claims":
-        return write_table(drop_rate_claims(options["drop_rate"]), stem)
-    if key == "drop_rate":
-        return drop_rate_figure(options["drop_rate"], stem)
-    if key == "selection_optimism":
-        return write_table(selection_optimism_table(options["selection_optimism"], full_paper),
-                           stem)  # fmt: skip
-    if key == "uea6_results":
-        return write_uea6_table(options["uea6"], stem)
-    if key == "physiome_results":
-        return write_physiome_table(options["physiome"], stem)
-    if key == "im_ablation_table":
-        return write_table(im_ablation_table(options["im_ablation"]), stem)
-    if key == "im_ablation_claims":
-        return write_table(im_ablation_claims(options["im_ablation"]), stem)
-    if key.endswith("_table"):
-        bench = key.removesuffix("_table")
-        regression = bench in options["regression"]
-        table = per_dataset_table(ours, paper.iloc[0:0], bench, regression=regression)
-        return write_table(table, stem)
-    if key == "figure1":
-        return figure1(ours, paper, stem)
-    if key in ("figure3", "figure7") or key.startswith("overview_"):
-        bench = {"figure3": "monster", "figure7": "uea"}.get(key, key.removeprefix("overview_"))
-        label = {"figure3": "Figure 3", "figure7": "Figure 7"}.get(key, "overview")
-        return overview_figure(restrict(ours, bench), restrict(paper, bench), stem, bench, label)
-    if key in POLAR_DOMAINS:
-        return polar_rank_figure(
-            restrict(ours, "monster"), restrict(paper, "monster"), stem, POLAR_DOMAINS[key],
-            f"Figure {key.removeprefix('figure')}",
-        )  # fmt: skip
-    if key.startswith("figure10_"):
-        bench = key.removeprefix("figure10_")
-        return pairwise_figure(restrict(ours, bench), restrict(paper, bench), stem, bench)
-    if key.startswith("cd_"):
-        bench = key.split("_")[1]
-        of_paper = key.endswith("_paper") or ours.empty
-        frame = restrict(paper if of_paper else ours, bench)
-        whose = "the paper's (MS4N paper)" if of_paper else "ours"
-        title = f"{bench.upper()}: critical differences, {whose}"
-        if frame.empty:
-            log.warning("%s: skipped the diagram: no %s results on %s", key, whose, bench)
-            return message_figure(stem, title, [f"no {whose} results on {bench} to rank"])
-        return cd_diagram(frame, stem, title, alpha=CD_ALPHA)
-    if key in CONVERGENCE_DATASETS or key == "training_curves":
-        return _curve_figure(key, stem, curves, options)
-    raise ValueError(f"no drawing for report artefact {key!r}")
+def _thresholds(report_params: Mapping) -> dict[str, float]:
+    return dict(report_params.get("convergence_thresholds") or DEFAULT_THRESHOLDS)
 
 
-def _curve_figure(key: str, stem: Path, curves: pd.DataFrame, options) -> dict[str, Path]:
-    thresholds = options["thresholds"]
-    if key in CONVERGENCE_DATASETS:
-        dataset = CONVERGENCE_DATASETS[key]
-        label = f"Figure {key.removeprefix('figure')}"
-        have = curves[(curves["dataset"] == dataset) & (curves["benchmark"] == "monster")]
-        if have.empty:
-            log.warning("%s: no training curves of %s in these records: drawn with the "
-                        "paper's epochs only", key, dataset)  # fmt: skip
-        paths, _ = figure8(
-            have, stem, thresholds, models=CURVE_MODELS, datasets=[dataset],
-            selected=options["selected"], paper_epochs=_paper_epochs(dataset),
-            title=f"{label}: MS4 vs MS4N on {dataset} (cf. MS4N paper, {label})",
-        )  # fmt: skip
-        return paths
-    datasets = options["curve_datasets"]
-    if not datasets and not curves.empty:
-        present = set(curves["model"])
-        models = [m for m in CURVE_MODELS if m in present] or sorted(present)
-        have_all = curves[curves["model"].isin(models)].groupby("dataset")["model"].nunique()
-        datasets = (
-            sorted(have_all[have_all == len(models)].index) or sorted(curves["dataset"].unique())
-        )[:CURVE_MAX_DATASETS]
-    if curves.empty:
-        log.warning("training_curves: no training curves in these records (non-deep "
-                    "models only, or no run finished): the figure says so")  # fmt: skip
-    paths, _ = figure8(
-        curves, stem, thresholds, models=CURVE_MODELS, datasets=datasets,
-        selected=options["selected"], title="Training dynamics",
-    )  # fmt: skip
-    return paths
-
-
-def _tested_epochs(records: pd.DataFrame) -> dict[tuple[str, str], list[int]]:
-    """{(model, dataset): the epochs the protocol tested, one per run} (none for a record
-    without ``best_epoch``: a non-deep model's, or an older record's)."""
-    if "best_epoch" not in records.columns:
-        log.warning("training curves: no record has best_epoch: no tested epoch is marked")
-        return {}
-    epochs = pd.to_numeric(records["best_epoch"], errors="coerce")
-    return {
-        (model, ds): [int(e) for e in epochs[group.index].dropna()]
-        for (model, ds), group in records.groupby(["model", "dataset"])
-    }
+def _draw_all(
+    context: DrawContext, drawn: Iterable[Artefact], results_dir: Path, figures_dir: Path
+) -> dict[str, Path]:
+    """Every artefact, each by the function its entry in ``outputs.py`` names, called as
+    ``fn(context)`` with the artefact and its ``stem``; {name: path} of what they wrote."""
+    drawn = [(artefact, artefact.drawer()) for artefact in drawn]  # a bad name fails first
+    written: dict[str, Path] = {}
+    for artefact, draw in drawn:
+        stem = artefact_stem(artefact, results_dir, figures_dir)
+        written.update(_written(artefact.key, draw(replace(context, artefact=artefact, stem=stem))))
+    return written
 
 
 def build_report(
@@ -313,11 +144,20 @@ def build_report(
     written["metrics_csv"] = write_metrics_csv(records, outputs["metrics_csv"])
     ours = ours_per_dataset(records)
     full_paper = paper_per_dataset(PAPER_BENCHMARKS)
+    curves = _in_grid(load_curves(runs_dir), grid)
+    if benchmark_models is not None and not curves.empty:
+        curves = filter_models(curves, benchmark_models).reset_index(drop=True)
+    context = DrawContext(
+        records=records, ours=ours, paper=_compared(ours, full_paper), full_paper=full_paper,
+        curves=curves, thresholds=_thresholds(report_params),
+        curve_datasets=report_params.get("figure8_datasets"), runs_dir=Path(runs_dir),
+        model_entries=model_entries,
+    )  # fmt: skip
     # the MS4N paper's cells, and the TIDES benchmarks' published cells of the models of
     # ours that reimplement one (UEA-6's S5-logncde)
     published = pd.concat([full_paper, published_counterparts()], ignore_index=True)
     card = scorecard(ours, _compared(ours, published))
-    physiome = physiome_results(records)
+    physiome = context.once(physiome_of)  # shared with the Physiome-ODE artefacts
     leaderboard = leaderboard_comparison(physiome)
     summary = summarise(records, benchmark_models)
     summary["scorecard"] = scorecard_counts(card)
@@ -327,38 +167,8 @@ def build_report(
     written["protocol_notes_md"] = write_protocol_notes(records, outputs["protocol_notes_md"])
     scorecard_files = write_scorecard(card, results_dir / "scorecard", leaderboard=leaderboard)
     written.update(_written("scorecard", scorecard_files))
-
-    curves = _in_grid(load_curves(runs_dir), grid)
-    if benchmark_models is not None and not curves.empty:
-        curves = filter_models(curves, benchmark_models).reset_index(drop=True)
     written["curves_csv"] = write_curves_csv(curves, outputs["curves_csv"])
-    tasks = records.groupby("benchmark")["task"].agg(set) if "task" in records else {}
-    options = {
-        "full_paper": full_paper,
-        "regression": {b for b, t in dict(tasks).items() if t == {"regression"}},
-        "thresholds": dict(report_params.get("convergence_thresholds") or DEFAULT_THRESHOLDS),
-        "curve_datasets": report_params.get("figure8_datasets"),
-        "selected": _tested_epochs(records),
-        "fading_flash": fading_flash_results(records),
-        "fading_flash_noisy": fading_flash_results(records, NOISY_DATASET),
-        "decay": decay_results(records),
-        "drop_rate": drop_rate_results(records),
-        "im_ablation": im_ablation_results(records),
-        "uea6": uea6_results(records),
-        "physiome": physiome,
-        # the only reader of the runs' per-epoch test scores (kept apart from every result)
-        "selection_optimism": selection_optimism_runs(records, runs_dir),
-    }
-    if "monster" in benchmarks and model_entries:
-        from .table4 import table4_comparison  # builds models: imports torch, only here
-
-        run = set(records.loc[records["benchmark"] == "monster", "model"])
-        names = [m for m in model_entries if m in run]
-        options["counts"] = table4_comparison(model_entries, names) if names else None
-    paper = _compared(ours, full_paper)
-    for artefact in artefacts(benchmarks):
-        stem = artefact_stem(artefact, results_dir, figures_dir)
-        written.update(_written(artefact.key, _draw(artefact, stem, ours, paper, curves, options)))
+    written.update(_draw_all(context, artefacts(benchmarks), results_dir, figures_dir))
     missing = set(outputs) - set(written)
     if missing:  # a contract check: the rule and the DVC stage declare every one
         raise RuntimeError(f"report: declared outputs not written: {sorted(missing)}")
@@ -374,21 +184,12 @@ def build_published(
     root = published_dir(results_dir)
     full_paper = paper_per_dataset(PAPER_BENCHMARKS)
     empty = full_paper.iloc[0:0]
-    empty_curves = load_curves_frame()
-    report_params = dict(report_params or {})
-    options = {
-        "full_paper": full_paper,
-        "regression": set(),
-        "thresholds": dict(report_params.get("convergence_thresholds") or DEFAULT_THRESHOLDS),
-        "curve_datasets": None,
-        "selected": {},
-    }
-    written: dict[str, Path] = {}
-    for artefact in artefacts(PAPER_BENCHMARKS, published=True):
-        stem = artefact_stem(artefact, root, root / "figures")
-        written.update(
-            _written(artefact.key, _draw(artefact, stem, empty, full_paper, empty_curves, options))
-        )
+    context = DrawContext(
+        records=pd.DataFrame(), ours=empty, paper=full_paper, full_paper=full_paper,
+        curves=load_curves_frame(), thresholds=_thresholds(dict(report_params or {})),
+    )  # fmt: skip
+    drawn = artefacts(PAPER_BENCHMARKS, published=True)
+    written = _draw_all(context, drawn, root, root / "figures")
     consistency = paper_consistency(full_paper)
     written.update(
         _written(CONSISTENCY_KEY, write_consistency(consistency, root / "tables" / CONSISTENCY_KEY))

@@ -31,6 +31,8 @@ from matplotlib.lines import Line2D
 
 from . import style
 from .aggregate import dataset_ranks
+from .context import DrawContext, from_results
+from .results import restrict
 
 log = logging.getLogger(__name__)
 
@@ -388,3 +390,27 @@ def cd_diagram(
         import matplotlib.pyplot  # aeon drew with it (imported here, by then loaded)
 
         matplotlib.pyplot.close(fig)  # aeon's figure is pyplot's: let pyplot forget it
+
+
+def _draw(ctx: DrawContext, of_paper: bool) -> dict[str, Path]:
+    key, bench = ctx.artefact.key, ctx.artefact.benchmark
+    frame = restrict(ctx.paper if of_paper else ctx.ours, bench)
+    whose = "the paper's (MS4N paper)" if of_paper else "ours"
+    title = f"{bench.upper()}: critical differences, {whose}"
+    if frame.empty:
+        log.warning("%s: skipped the diagram: no %s results on %s", key, whose, bench)
+        return style.message_figure(ctx.stem, title, [f"no {whose} results on {bench} to rank"])
+    return cd_diagram(frame, ctx.stem, title, alpha=ALPHA)
+
+
+@from_results
+def draw_cd(ctx: DrawContext) -> dict[str, Path]:
+    """The report's diagram of ours on the artefact's benchmark (outputs.py: ``cd_{b}``);
+    the paper's where we have no result at all (the published-only report)."""
+    return _draw(ctx, of_paper=ctx.ours.empty)
+
+
+@from_results
+def draw_cd_paper(ctx: DrawContext) -> dict[str, Path]:
+    """The report's diagram of the paper's results beside ours (``cd_{b}_paper``)."""
+    return _draw(ctx, of_paper=True)

@@ -17,7 +17,8 @@ from matplotlib.figure import Figure
 
 from . import style
 from .claims import claim_row, parsed
-from .tables import MISSING, PM
+from .context import DrawContext, from_results
+from .tables import MISSING, PM, write_table
 
 #: What a claim says when a model or test set it needs has no run.
 MISSING_RUN = "a model or r_test it needs has no run"
@@ -179,3 +180,24 @@ def drop_rate_figure(results: pd.DataFrame, path_stem) -> dict[str, Path]:
                  f"{TRAIN_RATE:g} (cf. TIDES paper)\nmean over seeds, band: ± std",
                  fontsize=11)  # fmt: skip
     return style.save(fig, path_stem)
+
+
+# ---------------------------------------------------------------- the report's entries
+# (outputs.py names these; each gets a context.DrawContext)
+
+
+def _results(ctx: DrawContext) -> pd.DataFrame:
+    return drop_rate_results(ctx.records)
+
+
+def draw_table(ctx: DrawContext) -> dict[str, Path]:
+    return write_table(drop_rate_table(ctx.once(_results)), ctx.stem)
+
+
+def draw_claims(ctx: DrawContext) -> dict[str, Path]:
+    return write_table(drop_rate_claims(ctx.once(_results)), ctx.stem)
+
+
+@from_results
+def draw_figure(ctx: DrawContext) -> dict[str, Path]:
+    return drop_rate_figure(ctx.once(_results), ctx.stem)

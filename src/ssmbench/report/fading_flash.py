@@ -17,7 +17,8 @@ from matplotlib.figure import Figure
 
 from . import style
 from .claims import claim_row, parsed
-from .tables import MISSING, PM
+from .context import DrawContext, from_results
+from .tables import MISSING, PM, write_table
 
 #: What a claim says when a model or test set it needs has no run.
 MISSING_RUN = "a model or Δ it needs has no run"
@@ -237,3 +238,43 @@ def fading_flash_decay_figure(decay: pd.DataFrame, path_stem) -> dict[str, Path]
     fig.suptitle("Fading Flash: the decay rate each model applies per unit of time, per zone "
                  "(the state closest to the zone's λ)", fontsize=11)  # fmt: skip
     return style.save(fig, path_stem)
+
+
+# ---------------------------------------------------------------- the report's entries
+# (outputs.py names these; each gets a context.DrawContext)
+
+
+def _results(ctx: DrawContext, dataset: str) -> pd.DataFrame:
+    return fading_flash_results(ctx.records, dataset)
+
+
+def _decay(ctx: DrawContext) -> pd.DataFrame:
+    return decay_results(ctx.records)
+
+
+def draw_table(ctx: DrawContext) -> dict[str, Path]:
+    return write_table(fading_flash_table(ctx.once(_results, DATASET[1])), ctx.stem)
+
+
+def draw_claims(ctx: DrawContext) -> dict[str, Path]:
+    return write_table(fading_flash_claims(ctx.once(_results, DATASET[1])), ctx.stem)
+
+
+@from_results
+def draw_figure(ctx: DrawContext) -> dict[str, Path]:
+    return fading_flash_figure(ctx.once(_results, DATASET[1]), ctx.stem)
+
+
+def draw_noisy_table(ctx: DrawContext) -> dict[str, Path]:
+    return write_table(fading_flash_table(ctx.once(_results, NOISY_DATASET)), ctx.stem)
+
+
+@from_results
+def draw_noisy_figure(ctx: DrawContext) -> dict[str, Path]:
+    title = "Fading Flash, trained on noisy rows, tested clean"
+    return fading_flash_figure(ctx.once(_results, NOISY_DATASET), ctx.stem, title)
+
+
+@from_results
+def draw_decay_figure(ctx: DrawContext) -> dict[str, Path]:
+    return fading_flash_decay_figure(ctx.once(_decay), ctx.stem)

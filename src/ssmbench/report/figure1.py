@@ -25,6 +25,7 @@ from .bubble_plot import (
     set_linear_limits,
     wrap_notes,
 )
+from .context import DrawContext, from_results
 from .overview import (
     PROXY_NOTE,
     benchmark_name,
@@ -170,3 +171,9 @@ def figure1(
     )
     finish(fig, bubbles)
     return style.save(fig, path_stem)
+
+
+@from_results
+def draw_figure1(ctx: DrawContext) -> dict[str, Path]:
+    """The report's entry (outputs.py): ours and the paper's rows on our datasets."""
+    return figure1(ctx.ours, ctx.paper, ctx.stem)

@@ -6,6 +6,7 @@ Drawn with ``style`` (object API, deterministic files).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import warnings
@@ -22,7 +23,11 @@ from ssmbench.staleness import CURVE_FILE_KEY, curve_problem
 from ssmbench.train.record import CURVE_COLUMNS
 
 from .aggregate import RecordError, read_record
+from .context import DrawContext
+from .reference import load_published_summary
 from .style import message_figure, save
+
+log = logging.getLogger(__name__)
 
 #: Left out of curves.csv: wall-clock time differs on every rerun (the run's own curve
 #: file keeps it).
@@ -256,3 +261,80 @@ def write_curves_csv(curves: pd.DataFrame, path: str | os.PathLike) -> Path:
     return atomic_write(
         path, lambda p: table.to_csv(p, index=False, lineterminator="\n", encoding="utf-8")
     )
+
+
+# ---------------------------------------------------------------- the report's entries
+# (outputs.py names these; each gets a context.DrawContext)
+
+#: The training-curve figure compares these two (the paper's MS4 vs MS4N); others only if
+#: neither ran.
+CURVE_MODELS = ("MS4", "MS4N")
+#: It draws at most this many datasets unless report.figure8_datasets names them.
+CURVE_MAX_DATASETS = 3
+#: Figures 8 and 9: the dataset each shows.
+CONVERGENCE_DATASETS = {"figure8": "Pedestrian", "figure9": "Traffic"}
+
+
+def _paper_epochs(dataset: str) -> dict[tuple[str, str], int]:
+    """Section 5.3's convergence epochs (val loss) on ``dataset``."""
+    s = load_published_summary()
+    metric = f"convergence_epoch_val_loss_{dataset}"
+    rows = s[s["metric"] == metric]
+    return {(r.model, "val_loss"): int(r.value) for r in rows.itertuples(index=False)}
+
+
+def _tested_epochs(ctx: DrawContext) -> dict[tuple[str, str], list[int]]:
+    """{(model, dataset): the epochs the protocol tested, one per run} (none for a record
+    without ``best_epoch``: a non-deep model's, or an older record's; none at all in the
+    published-only report)."""
+    records = ctx.records
+    if records.empty:
+        return {}
+    if "best_epoch" not in records.columns:
+        log.warning("training curves: no record has best_epoch: no tested epoch is marked")
+        return {}
+    epochs = pd.to_numeric(records["best_epoch"], errors="coerce")
+    return {
+        (model, ds): [int(e) for e in epochs[group.index].dropna()]
+        for (model, ds), group in records.groupby(["model", "dataset"])
+    }
+
+
+def draw_convergence(ctx: DrawContext) -> dict[str, Path]:
+    """The report's Figures 8 and 9 (outputs.py): MS4 vs MS4N on the dataset of
+    ``CONVERGENCE_DATASETS[key]``, with the paper's convergence epochs."""
+    key, curves = ctx.artefact.key, ctx.curves
+    dataset = CONVERGENCE_DATASETS[key]
+    label = f"Figure {key.removeprefix('figure')}"
+    have = curves[(curves["dataset"] == dataset) & (curves["benchmark"] == "monster")]
+    if have.empty:
+        log.warning("%s: no training curves of %s in these records: drawn with the "
+                    "paper's epochs only", key, dataset)  # fmt: skip
+    paths, _ = figure8(
+        have, ctx.stem, ctx.thresholds, models=CURVE_MODELS, datasets=[dataset],
+        selected=ctx.once(_tested_epochs), paper_epochs=_paper_epochs(dataset),
+        title=f"{label}: MS4 vs MS4N on {dataset} (cf. MS4N paper, {label})",
+    )  # fmt: skip
+    return paths
+
+
+def draw_training_curves(ctx: DrawContext) -> dict[str, Path]:
+    """The report's training dynamics (outputs.py: ``training_curves``): the datasets of
+    params.yaml ``report.figure8_datasets``, else up to ``CURVE_MAX_DATASETS`` that both
+    of ``CURVE_MODELS`` (or every model run) have."""
+    curves, datasets = ctx.curves, ctx.curve_datasets
+    if not datasets and not curves.empty:
+        present = set(curves["model"])
+        models = [m for m in CURVE_MODELS if m in present] or sorted(present)
+        have_all = curves[curves["model"].isin(models)].groupby("dataset")["model"].nunique()
+        datasets = (
+            sorted(have_all[have_all == len(models)].index) or sorted(curves["dataset"].unique())
+        )[:CURVE_MAX_DATASETS]
+    if curves.empty:
+        log.warning("training_curves: no training curves in these records (non-deep "
+                    "models only, or no run finished): the figure says so")  # fmt: skip
+    paths, _ = figure8(
+        curves, ctx.stem, ctx.thresholds, models=CURVE_MODELS, datasets=datasets,
+        selected=ctx.once(_tested_epochs), title="Training dynamics",
+    )  # fmt: skip
+    return paths

@@ -13,12 +13,14 @@ but for ``lambda_im_mode``; a key a model entry leaves out takes the family's de
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from .claims import claim_row, parsed
-from .tables import MISSING, PM
+from .context import DrawContext
+from .tables import MISSING, PM, write_table
 
 FAMILY = "tides"
 LTI, INPUT = "lti", "input_dependent"
@@ -199,3 +201,19 @@ def im_ablation_claims(results: pd.DataFrame) -> pd.DataFrame:
         f"{z.max():.1f} se)"
     )
     return pd.DataFrame([claim_row(claim, criterion, numbers, not beyond.any())])
+
+
+# ---------------------------------------------------------------- the report's entries
+# (outputs.py names these; each gets a context.DrawContext)
+
+
+def _results(ctx: DrawContext) -> pd.DataFrame:
+    return im_ablation_results(ctx.records)
+
+
+def draw_table(ctx: DrawContext) -> dict[str, Path]:
+    return write_table(im_ablation_table(ctx.once(_results)), ctx.stem)
+
+
+def draw_claims(ctx: DrawContext) -> dict[str, Path]:
+    return write_table(im_ablation_claims(ctx.once(_results)), ctx.stem)

@@ -1,4 +1,4 @@
-"""Every file the report step writes, named in one place.
+"""Every file the report step writes, named in one place, and the function that draws each.
 
 ``build_report`` writes exactly these paths, the Snakemake ``report`` rule declares them
 (each figure with its caption, ``workflow/report/<caption>.rst``), ``ssmbench report
@@ -8,13 +8,18 @@ The artefacts are the MS4N paper's (``PAPER_ARTEFACTS``: Tables 1–5, Figures 1
 3–10, named after the paper) for the benchmarks it has, critical-difference diagrams, a
 per-dataset table and an overview figure for any other benchmark, and the files every
 report has (metrics, summary, curves, protocol notes, the scorecard, the training curves).
+
+Each artefact names its drawing function as a string, ``"module:function"``, imported
+only when the report draws it (``Artefact.drawer``): the workflow imports this module at
+every parse, and it loads neither matplotlib nor pandas.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib import import_module
 from pathlib import Path
 
 TABLE_FORMATS = ("csv", "md", "tex")
@@ -28,43 +33,87 @@ PUBLISHED_FOLDER = "published"
 KINDS = ("metrics", "summary", "curves", "protocol_notes", "scorecard", "table", "figure")
 #: The paper's benchmarks (the ones with published figures).
 PAPER_BENCHMARKS = ("monster", "uea")
+#: The package a drawing function's module is relative to when it starts with a dot.
+DRAW_PACKAGE = "ssmbench.report"
+
+
+def draw_function(spec: str) -> Callable:
+    """The function ``spec`` names, ``"module:function"`` (a module starting with a dot is
+    one of ``ssmbench.report``: ``".overview:draw_overview"``), imported now."""
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise ValueError(f"drawing function {spec!r}: expected 'module:function'")
+    fn = getattr(import_module(module, DRAW_PACKAGE), name, None)
+    if not callable(fn):
+        raise ValueError(f"drawing function {spec!r}: {module} has no function {name!r}")
+    return fn
 
 
 @dataclass(frozen=True)
 class Artefact:
     """One table or figure: ``key`` (its file stem), ``kind`` (``table`` or ``figure``),
-    ``needs`` (it is written when the suite has any of these benchmarks), ``caption``
-    (its caption file under ``workflow/report``, without ``.rst``: every figure's, which
-    the Snakemake report shows; a table's where it has one, for a report that takes
-    tables) and ``what`` (one line: what it shows)."""
+    ``needs`` (it is written when the suite has any of these benchmarks), ``what`` (one
+    line: what it shows), ``caption`` (its caption file under ``workflow/report``, without
+    ``.rst``: every figure's, which the Snakemake report shows; a table's where it has one,
+    for a report that takes tables) and ``draw`` (keyword: its drawing function,
+    ``"module:function"``, called as ``fn(context)`` with a ``context.DrawContext`` and
+    returning {format: path} of the files it wrote under ``context.stem``)."""
 
     key: str
     kind: str
     needs: tuple[str, ...]
     what: str
     caption: str | None = None
+    draw: str = field(kw_only=True)
+
+    @property
+    def benchmark(self) -> str:
+        """The one benchmark of an artefact of one benchmark."""
+        if len(self.needs) != 1:
+            raise ValueError(f"{self.key}: drawn for {self.needs}, not one benchmark")
+        return self.needs[0]
+
+    def drawer(self) -> Callable:
+        """Its drawing function (``draw_function(self.draw)``)."""
+        return draw_function(self.draw)
 
 
 #: The paper's artefacts, in the paper's order.
 PAPER_ARTEFACTS = (
-    Artefact("table1", "table", ("monster",), "Table 1: average std over folds, SSMs, MONSTER"),
-    Artefact("table2", "table", ("monster",), "Table 2: the MS4 ablation on MONSTER"),
-    Artefact("table3", "table", ("monster",), "Table 3: MONSTER per dataset, error ± std"),
-    Artefact("table4", "table", ("monster",), "Table 4: per MONSTER domain"),
-    Artefact("table5", "table", ("uea",), "Table 5: UEA per dataset, error ± std"),
-    Artefact("figure1", "figure", PAPER_BENCHMARKS, "Figure 1: error vs MMac", "figure1"),
-    Artefact("figure3", "figure", ("monster",), "Figure 3: MONSTER overview", "figure3"),
-    Artefact("figure4", "figure", ("monster",), "Figure 4: ranks, Audio/Other", "polar"),
-    Artefact("figure5", "figure", ("monster",), "Figure 5: ranks, EEG/HAR", "polar"),
-    Artefact("figure6", "figure", ("monster",), "Figure 6: ranks, Satellite/Counts", "polar"),
-    Artefact("figure7", "figure", ("uea",), "Figure 7: UEA overview", "figure7"),
-    Artefact("figure8", "figure", ("monster",), "Figure 8: MS4 vs MS4N on Pedestrian", "figure8"),
-    Artefact("figure9", "figure", ("monster",), "Figure 9: MS4 vs MS4N on Traffic", "figure8"),
+    Artefact("table1", "table", ("monster",), "Table 1: average std over folds, SSMs, MONSTER",
+             draw=".paper_tables:draw_table1"),
+    Artefact("table2", "table", ("monster",), "Table 2: the MS4 ablation on MONSTER",
+             draw=".paper_tables:draw_table2"),
+    Artefact("table3", "table", ("monster",), "Table 3: MONSTER per dataset, error ± std",
+             draw=".paper_tables:draw_per_dataset"),
+    Artefact("table4", "table", ("monster",), "Table 4: per MONSTER domain",
+             draw=".paper_tables:draw_table4"),
+    Artefact("table5", "table", ("uea",), "Table 5: UEA per dataset, error ± std",
+             draw=".paper_tables:draw_per_dataset"),
+    Artefact("figure1", "figure", PAPER_BENCHMARKS, "Figure 1: error vs MMac", "figure1",
+             draw=".figure1:draw_figure1"),
+    Artefact("figure3", "figure", ("monster",), "Figure 3: MONSTER overview", "figure3",
+             draw=".overview:draw_paper_overview"),
+    Artefact("figure4", "figure", ("monster",), "Figure 4: ranks, Audio/Other", "polar",
+             draw=".polar_ranks:draw_polar"),
+    Artefact("figure5", "figure", ("monster",), "Figure 5: ranks, EEG/HAR", "polar",
+             draw=".polar_ranks:draw_polar"),
+    Artefact("figure6", "figure", ("monster",), "Figure 6: ranks, Satellite/Counts", "polar",
+             draw=".polar_ranks:draw_polar"),
+    Artefact("figure7", "figure", ("uea",), "Figure 7: UEA overview", "figure7",
+             draw=".overview:draw_paper_overview"),
+    Artefact("figure8", "figure", ("monster",), "Figure 8: MS4 vs MS4N on Pedestrian", "figure8",
+             draw=".figures:draw_convergence"),
+    Artefact("figure9", "figure", ("monster",), "Figure 9: MS4 vs MS4N on Traffic", "figure8",
+             draw=".figures:draw_convergence"),
     Artefact("figure10_monster", "figure", ("monster",), "Figure 10: MS4N vs MS4, Mamba2",
-             "figure10"),
-    Artefact("figure10_uea", "figure", ("uea",), "Figure 10 on UEA", "figure10"),
-    Artefact("cd_monster", "figure", ("monster",), "critical differences, MONSTER", "cd"),
-    Artefact("cd_uea", "figure", ("uea",), "critical differences, UEA", "cd"),
+             "figure10", draw=".pairwise:draw_figure10"),
+    Artefact("figure10_uea", "figure", ("uea",), "Figure 10 on UEA", "figure10",
+             draw=".pairwise:draw_figure10"),
+    Artefact("cd_monster", "figure", ("monster",), "critical differences, MONSTER", "cd",
+             draw=".critical_difference:draw_cd"),
+    Artefact("cd_uea", "figure", ("uea",), "critical differences, UEA", "cd",
+             draw=".critical_difference:draw_cd"),
 )  # fmt: skip
 #: The paper's critical-difference diagrams beside ours (``cd_{benchmark}_paper``).
 PAPER_CD = {"monster": "cd_monster_paper", "uea": "cd_uea_paper"}
@@ -76,56 +125,68 @@ CONSISTENCY_KEY = "paper_consistency"
 def other_benchmark_artefacts(benchmark: str) -> tuple[Artefact, ...]:
     """A benchmark the paper does not have: its per-dataset table and overview figure."""
     return (
-        Artefact(f"{benchmark}_table", "table", (benchmark,), f"{benchmark} per dataset"),
+        Artefact(f"{benchmark}_table", "table", (benchmark,), f"{benchmark} per dataset",
+                 draw=".paper_tables:draw_benchmark_table"),
         Artefact(f"overview_{benchmark}", "figure", (benchmark,), f"{benchmark} overview",
-                 "overview"),
+                 "overview", draw=".overview:draw_overview"),
     )  # fmt: skip
 
 
 #: The TIDES paper's Fading Flash artefacts (benchmark ``synthetic``).
 FADING_FLASH_ARTEFACTS = (
     Artefact("fading_flash_table", "table", ("synthetic",),
-             "Fading Flash: MSE and relative error per Δ and model"),
+             "Fading Flash: MSE and relative error per Δ and model",
+             draw=".fading_flash:draw_table"),
     Artefact("fading_flash_claims", "table", ("synthetic",),
-             "Fading Flash: the TIDES paper's claims, checked"),
+             "Fading Flash: the TIDES paper's claims, checked",
+             draw=".fading_flash:draw_claims"),
     Artefact("fading_flash", "figure", ("synthetic",), "Fading Flash: error against Δ",
-             "fading_flash"),
+             "fading_flash", draw=".fading_flash:draw_figure"),
     Artefact("fading_flash_noisy_table", "table", ("synthetic",),
-             "Fading Flash trained on noisy rows: MSE and relative error per Δ and model"),
+             "Fading Flash trained on noisy rows: MSE and relative error per Δ and model",
+             draw=".fading_flash:draw_noisy_table"),
     Artefact("fading_flash_noisy", "figure", ("synthetic",),
-             "Fading Flash trained on noisy rows: error against Δ", "fading_flash_noisy"),
+             "Fading Flash trained on noisy rows: error against Δ", "fading_flash_noisy",
+             draw=".fading_flash:draw_noisy_figure"),
     Artefact("fading_flash_decay", "figure", ("synthetic",),
-             "Fading Flash: each model's effective decay rate per zone", "fading_flash_decay"),
+             "Fading Flash: each model's effective decay rate per zone", "fading_flash_decay",
+             draw=".fading_flash:draw_decay_figure"),
 )  # fmt: skip
 #: The TIDES paper's random time-step drop ablation (benchmark ``uea_drop``).
 DROP_RATE_ARTEFACTS = (
     Artefact("drop_rate_table", "table", ("uea_drop",),
-             "drop-rate ablation: accuracy per test drop rate and model"),
+             "drop-rate ablation: accuracy per test drop rate and model",
+             draw=".drop_rate:draw_table"),
     Artefact("drop_rate_claims", "table", ("uea_drop",),
-             "drop-rate ablation: the TIDES paper's claim, checked"),
+             "drop-rate ablation: the TIDES paper's claim, checked",
+             draw=".drop_rate:draw_claims"),
     Artefact("drop_rate", "figure", ("uea_drop",), "drop-rate ablation: accuracy against r_test",
-             "drop_rate"),
+             "drop_rate", draw=".drop_rate:draw_figure"),
 )  # fmt: skip
 #: The TIDES paper's UEA-6 table: ours beside the Log-NCDE benchmark's baselines.
 UEA6_ARTEFACTS = (
     Artefact("uea6_results", "table", ("uea6",),
-             "UEA-6 (Log-NCDE protocol): accuracy per dataset, ours beside the published"),
+             "UEA-6 (Log-NCDE protocol): accuracy per dataset, ours beside the published",
+             draw=".uea6_table:draw_table"),
 )  # fmt: skip
 #: The TIDES paper's Physiome-ODE table (ours on the official archive and our generated
 #: stand-ins, beside the leaderboard) and the critical differences of its columns.
 PHYSIOME_ARTEFACTS = (
     Artefact("physiome_results", "table", ("physiome_ode", "physiome"),
              "Physiome-ODE: test MSE per dataset, ours beside the leaderboard, wins and "
-             "average rank", "physiome_results"),
+             "average rank", "physiome_results", draw=".physiome_table:draw_table"),
     Artefact("physiome_cd", "figure", ("physiome_ode", "physiome"),
-             "Physiome-ODE: critical differences, ours beside the leaderboard", "physiome_cd"),
+             "Physiome-ODE: critical differences, ours beside the leaderboard", "physiome_cd",
+             draw=".physiome_table:draw_cd"),
 )  # fmt: skip
 #: The Im Λ ablation: TIDES with a static vs an input-dependent Im Λ, where it has pairs.
 IM_ABLATION_ARTEFACTS = (
     Artefact("im_ablation_table", "table", ("uea_drop", "physiome"),
-             "Im Λ ablation: static vs input-dependent Im Λ per dataset"),
+             "Im Λ ablation: static vs input-dependent Im Λ per dataset",
+             draw=".im_ablation:draw_table"),
     Artefact("im_ablation_claims", "table", ("uea_drop", "physiome"),
-             "Im Λ ablation: the TIDES paper's claim, checked"),
+             "Im Λ ablation: the TIDES paper's claim, checked",
+             draw=".im_ablation:draw_claims"),
 )  # fmt: skip
 
 #: Diagnostics of the paper's benchmarks, apart from our results: what choosing the tested
@@ -133,7 +194,7 @@ IM_ABLATION_ARTEFACTS = (
 DIAGNOSTIC_ARTEFACTS = (
     Artefact("selection_optimism", "table", PAPER_BENCHMARKS,
              "selection optimism: ours, ours if the test split had chosen the epoch, the "
-             "paper's, per cell and per model"),
+             "paper's, per cell and per model", draw=".selection_optimism:draw_table"),
 )  # fmt: skip
 
 
@@ -147,14 +208,17 @@ def artefacts(benchmarks: Iterable[str], published: bool = False) -> list[Artefa
     for bench in PAPER_BENCHMARKS:
         if bench in benchmarks:
             out.append(Artefact(PAPER_CD[bench], "figure", (bench,),
-                                f"critical differences, {bench}, the paper's", "cd"))  # fmt: skip
+                                f"critical differences, {bench}, the paper's", "cd",
+                                draw=".critical_difference:draw_cd_paper"))  # fmt: skip
     for bench in sorted(benchmarks - set(PAPER_BENCHMARKS)):
         out += other_benchmark_artefacts(bench)
     for group in (FADING_FLASH_ARTEFACTS, DROP_RATE_ARTEFACTS, IM_ABLATION_ARTEFACTS,
                   UEA6_ARTEFACTS, PHYSIOME_ARTEFACTS, DIAGNOSTIC_ARTEFACTS):  # fmt: skip
         out += [a for a in group if benchmarks & set(a.needs)]
     what = "training curves of MS4 and MS4N (or of the models run)"
-    out.append(Artefact("training_curves", "figure", tuple(sorted(benchmarks)), what, "curves"))
+    draw = ".figures:draw_training_curves"
+    out.append(Artefact("training_curves", "figure", tuple(sorted(benchmarks)), what, "curves",
+                        draw=draw))  # fmt: skip
     return out
 
 

@@ -34,7 +34,8 @@ from .bubble_plot import (
     set_linear_limits,
     wrap_notes,
 )
-from .results import PAPER_MODEL_FAMILY, model_summary
+from .context import DrawContext, from_results
+from .results import PAPER_MODEL_FAMILY, model_summary, restrict
 
 log = logging.getLogger(__name__)
 
@@ -417,3 +418,21 @@ def overview_figure(
     )
     finish(fig, bubbles)
     return style.save(fig, path_stem)
+
+
+def _draw(ctx: DrawContext, label: str) -> dict[str, Path]:
+    bench = ctx.artefact.benchmark
+    return overview_figure(restrict(ctx.ours, bench), restrict(ctx.paper, bench), ctx.stem,
+                           bench, label)  # fmt: skip
+
+
+@from_results
+def draw_paper_overview(ctx: DrawContext) -> dict[str, Path]:
+    """The report's Figures 3 and 7 (outputs.py: ``figure3``, ``figure7``)."""
+    return _draw(ctx, f"Figure {ctx.artefact.key.removeprefix('figure')}")
+
+
+@from_results
+def draw_overview(ctx: DrawContext) -> dict[str, Path]:
+    """The report's overview of a benchmark the paper does not have (``overview_{b}``)."""
+    return _draw(ctx, "overview")

@@ -22,7 +22,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Polygon
 
 from . import style
+from .context import DrawContext, from_results
 from .reference import load_published_summary
+from .results import restrict
 
 log = logging.getLogger(__name__)
 
@@ -331,3 +333,10 @@ def _legend(colours: dict, published_only: bool, reference: str) -> list:
     handles.append(Patch(color=WORSE_SHADE, alpha=0.3, label="other better"))
     handles += [Line2D([], [], color=c, label=d, **dot) for d, c in colours.items()]
     return handles
+
+
+@from_results
+def draw_figure10(ctx: DrawContext) -> dict[str, Path]:
+    """The report's Figure 10 on the artefact's benchmark (outputs.py: ``figure10_{b}``)."""
+    bench = ctx.artefact.benchmark
+    return pairwise_figure(restrict(ctx.ours, bench), restrict(ctx.paper, bench), ctx.stem, bench)

@@ -17,9 +17,10 @@ from collections.abc import Sequence
 import pandas as pd
 
 from .aggregate import dataset_ranks
+from .context import DrawContext
 from .reference import load_published_domains_monster, load_published_summary
 from .results import model_summary, restrict
-from .tables import AVERAGE_LABEL, MISSING, PM
+from .tables import AVERAGE_LABEL, MISSING, PM, write_table
 
 DECIMALS = 3  # as in the paper
 RANK_LABEL = "Average rank"
@@ -379,3 +380,54 @@ def paper_consistency(paper: pd.DataFrame) -> pd.DataFrame:
             add("table4", "monster", r.model, f"{domain} {r.metric.lower()}", r.value, value,
                 is_rank)  # fmt: skip
     return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- the report's entries
+# (outputs.py names these; each gets a context.DrawContext and writes its table)
+
+
+def _counts(ctx: DrawContext) -> pd.DataFrame | None:
+    """Tables 2 and 4's parameters and MMac of every model of ours built for every MONSTER
+    dataset (``table4.table4_comparison``), when params.yaml ``models:`` is given; else
+    None (the records' own counts)."""
+    if not ctx.model_entries:
+        return None
+    from .table4 import table4_comparison  # builds models: imports torch, only here
+
+    run = set(ctx.records.loc[ctx.records["benchmark"] == "monster", "model"])
+    names = [m for m in ctx.model_entries if m in run]
+    return table4_comparison(ctx.model_entries, names) if names else None
+
+
+def draw_table1(ctx: DrawContext):
+    return write_table(table1(ctx.ours, ctx.full_paper), ctx.stem)
+
+
+def draw_table2(ctx: DrawContext):
+    return write_table(table2(ctx.ours, ctx.full_paper, ctx.once(_counts)), ctx.stem)
+
+
+def draw_table4(ctx: DrawContext):
+    return write_table(table4(ctx.ours, ctx.full_paper, ctx.once(_counts)), ctx.stem)
+
+
+def draw_per_dataset(ctx: DrawContext):
+    """Tables 3 and 5: the artefact's benchmark per dataset, ours beside the paper's."""
+    return write_table(per_dataset_table(ctx.ours, ctx.full_paper, ctx.artefact.benchmark),
+                       ctx.stem)  # fmt: skip
+
+
+def _regression(ctx: DrawContext) -> set[str]:
+    """The benchmarks whose every record is of a regression task."""
+    if "task" not in ctx.records:
+        return set()
+    tasks = ctx.records.groupby("benchmark")["task"].agg(set)
+    return {b for b, t in dict(tasks).items() if t == {"regression"}}
+
+
+def draw_benchmark_table(ctx: DrawContext):
+    """A benchmark the paper does not have: ours per dataset (its MSE where it regresses)."""
+    bench = ctx.artefact.benchmark
+    regression = bench in ctx.once(_regression)
+    table = per_dataset_table(ctx.ours, ctx.paper.iloc[0:0], bench, regression=regression)
+    return write_table(table, ctx.stem)

@@ -48,6 +48,7 @@ from ssmbench.data.physiome.models import BENCHMARK as GENERATED_BENCHMARK
 from ssmbench.data.physiome.models import PHYSIOME_MODELS
 
 from .aggregate import STD_DDOF
+from .context import DrawContext
 from .critical_difference import ALPHA, cd_diagram, wilcoxon_min_pairs
 from .reference import load_published_physiome
 from .style import message_figure
@@ -321,3 +322,22 @@ def physiome_cd_diagram(
     frame["benchmark"], frame["family"] = OFFICIAL_BENCHMARK, np.nan
     need = cd_min_datasets(scores.shape[1], alpha)
     return cd_diagram(frame, stem, title, alpha=alpha, min_datasets=need)
+
+
+# ---------------------------------------------------------------- the report's entries
+# (outputs.py names these; each gets a context.DrawContext)
+
+
+def physiome_of(ctx: DrawContext) -> pd.DataFrame:
+    """``physiome_results`` of the report's records, computed once (``ctx.once``): the
+    table, the diagram and the summary's leaderboard counts share it."""
+    return physiome_results(ctx.records)
+
+
+def draw_table(ctx: DrawContext) -> dict[str, Path]:
+    return write_physiome_table(ctx.once(physiome_of), ctx.stem)
+
+
+def draw_cd(ctx: DrawContext) -> dict[str, Path]:
+    """The leaderboard's columns are drawn even without ours (no ``from_results``)."""
+    return physiome_cd_diagram(ctx.once(physiome_of), ctx.stem, alpha=ALPHA)

@@ -28,7 +28,9 @@ from ssmbench.data.catalog import catalog
 
 from . import style
 from .aggregate import dataset_ranks
+from .context import DrawContext, from_results
 from .reference import load_published_domains_monster
+from .results import restrict
 
 log = logging.getLogger(__name__)
 
@@ -399,3 +401,13 @@ def _legend(drawn: pd.DataFrame, published_only: bool, largest: float) -> list:
                 )
             )
     return handles
+
+
+@from_results
+def draw_polar(ctx: DrawContext) -> dict[str, Path]:
+    """The report's Figures 4–6 (outputs.py): the domains of ``DOMAIN_PAIRS[key]``."""
+    key = ctx.artefact.key
+    return polar_rank_figure(
+        restrict(ctx.ours, "monster"), restrict(ctx.paper, "monster"), ctx.stem,
+        DOMAIN_PAIRS[key], f"Figure {key.removeprefix('figure')}",
+    )  # fmt: skip

@@ -34,6 +34,9 @@ import pandas as pd
 from ssmbench.staleness import sha256_hex
 from ssmbench.train.epoch_test_scores import SCORES_COLUMNS, SCORES_FILE_KEY, SCORES_SHA256_KEY
 
+from .context import DrawContext
+from .tables import write_table
+
 log = logging.getLogger(__name__)
 
 RUN_COLUMNS = (
@@ -178,3 +181,10 @@ def selection_optimism_table(runs: pd.DataFrame, paper: pd.DataFrame) -> pd.Data
             "optimism": _fmt(group["optimism"].mean()), "paper": _fmt(paper_mean),
         })  # fmt: skip
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def draw_table(ctx: DrawContext) -> dict[str, Path]:
+    """The report's entry (outputs.py: ``selection_optimism``): the only reader of the
+    runs' per-epoch test scores, kept apart from every result."""
+    runs = selection_optimism_runs(ctx.records, ctx.runs_dir)
+    return write_table(selection_optimism_table(runs, ctx.full_paper), ctx.stem)

@@ -25,6 +25,7 @@ import math
 import pandas as pd
 from scipy.stats import studentized_range
 
+from .context import DrawContext
 from .critical_difference import ALPHA
 from .reference import load_published_uea6
 from .tables import MISSING, PM, write_table
@@ -169,3 +170,8 @@ def ranks_of(table: pd.DataFrame) -> dict[str, float]:
     """Each column's average rank, as a number (for the tests and the summary)."""
     row = table[table["Dataset"].str.startswith("Average rank")].iloc[0]
     return {k: float(v) for k, v in row.items() if k != "Dataset" and v not in (MISSING, "")}
+
+
+def draw_table(ctx: DrawContext) -> dict:
+    """The report's entry (outputs.py: ``uea6_results``)."""
+    return write_uea6_table(uea6_results(ctx.records), ctx.stem)

@@ -1,7 +1,7 @@
 """Training: the protocol's epoch loop (protocol.py), a run's set-up: seed, data, split,
 model (run_setup.py), a non-deep model's fit (estimator_run.py), what a run minimises and
 reports (objective.py), the checks that make a run sound (checks.py), the fold's rows and
-batches (splits.py), how X is read (batch_order.py), the optimizer (optim.py),
+split (fold_split.py), the batch size and how X is read (batch_order.py), the optimizer (optim.py),
 checkpoints (checkpoint.py), stop signals (stop.py), a run's record and curve, what
 they hold and how they are published as one unit (record.py), and the record's
 provenance (provenance.py); and the optional malloc settings of a training process

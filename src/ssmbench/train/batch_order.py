@@ -1,4 +1,6 @@
-"""How a run reads its training rows: into memory once, or from disk in block-shuffled order.
+"""How a run reads its rows: the batch size (`batch_size_for`), batches read by index
+(`iterate_batches`), and its training rows into memory once or from disk in
+block-shuffled order.
 
 A prepared X is memory-mapped (``ssmbench.data.store``). Batches of rows drawn uniformly at
 random from a memory map are read at a small fraction of the disk's sequential rate on a
@@ -29,6 +31,7 @@ import math
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -206,7 +209,7 @@ def block_bounds(rows, block_rows: int) -> tuple[np.ndarray, np.ndarray]:
 
 def sorted_rows(rows):
     """``rows`` as a sorted integer array: itself when it is one already (no copy); a
-    `RowFile` (sorted by construction, checked by ``split_files.read_split``) as it is."""
+    `RowFile` (sorted by construction, checked by ``fold_split.read_split``) as it is."""
     if isinstance(rows, RowFile):
         return rows
     rows = np.asarray(rows)
@@ -579,3 +582,56 @@ class RowValues:
             self.close()
         except Exception:  # noqa: BLE001 - interpreter shutdown
             pass
+
+
+# --- the batch size, and batches read by index -------------------------------------
+
+
+def batch_size_for(settings: dict, n_train: int) -> int:
+    """The paper's "batch 4–64 by dataset size": the power of two at or below
+    batch_fraction * n_train, clipped to [batch_min, batch_max]. A fixed `batch_size`
+    (e.g. MONSTER's 256) wins when given."""
+    if settings.get("batch_size"):
+        return int(settings["batch_size"])
+    target = max(1.0, settings["batch_fraction"] * n_train)
+    size = 2 ** int(math.floor(math.log2(target)))
+    return int(min(settings["batch_max"], max(settings["batch_min"], size)))
+
+
+def iterate_batches(
+    X: np.ndarray,
+    y: np.ndarray,
+    indices: np.ndarray,
+    batch_size: int,
+    generator: torch.Generator | None = None,
+    *,
+    target_dtype=np.int64,
+    target_mask: np.ndarray | None = None,
+    inputs: Mapping[str, np.ndarray] | None = None,
+) -> Iterator[tuple]:
+    """Batches ``(x, y)`` (or ``(x, y, target_mask)``), then, when ``inputs`` is given, a
+    dict of its arrays' rows (a time-aware model's ``steps`` (N, L) float32, ``mask``
+    (N, C, L) bool), read by index from X (a memory map is fine: only the batch is loaded).
+
+    Shuffled with `generator` when given. Indices within a batch are sorted so a memory
+    map is read front to back; the order inside a batch does not change the gradient.
+    """
+    order = indices
+    if generator is not None:
+        order = indices[torch.randperm(len(indices), generator=generator).numpy()]
+    for start in range(0, len(order), batch_size):
+        batch = np.sort(order[start : start + batch_size])
+        xb = torch.from_numpy(np.ascontiguousarray(X[batch], dtype=np.float32))
+        yb = torch.from_numpy(np.asarray(y[batch], dtype=target_dtype))
+        out = (xb, yb)
+        if target_mask is not None:
+            out += (torch.from_numpy(np.asarray(target_mask[batch], dtype=bool)),)
+        if inputs is not None:
+            out += ({name: _rows(values, batch) for name, values in inputs.items()},)
+        yield out
+
+
+def _rows(values: np.ndarray, batch: np.ndarray) -> torch.Tensor:
+    """The batch's rows of an extra input: bool stays bool (a mask), the rest float32."""
+    dtype = bool if values.dtype == np.bool_ else np.float32
+    return torch.from_numpy(np.ascontiguousarray(values[batch], dtype=dtype))

@@ -10,8 +10,8 @@ import math
 
 import torch
 
+from ssmbench.train.batch_order import iterate_batches
 from ssmbench.train.checks import check_loss
-from ssmbench.train.splits import iterate_batches
 
 
 def batches_of(objective, X, y, mask, indices, batch_size, generator=None, inputs=None):

@@ -18,14 +18,14 @@ import numpy as np
 import torch
 
 from ssmbench.data.row_file import RowFile
-from ssmbench.fold_split import validation_seed
+from ssmbench.data.validation_split import validation_seed
 from ssmbench.models import model_inputs
 from ssmbench.reading_plan import BLOCKS, MEMORY, plan_reading
-from ssmbench.train.batch_order import BlockReader, BlockShuffledOrder, RowValues
+from ssmbench.train.batch_order import BlockReader, BlockShuffledOrder, RowValues, batch_size_for
 from ssmbench.train.checks import check_inputs, check_split
 from ssmbench.train.evaluation import evaluate
+from ssmbench.train.fold_split import split_fold
 from ssmbench.train.objective import Objective
-from ssmbench.train.splits import batch_size_for, split_fold
 
 #: rows whose labels are read at a time by `FoldData.classes_in`
 CLASS_SCAN_ROWS = 1 << 18
@@ -195,7 +195,7 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
     tuning trial): the fold's test rows are neither checked nor kept, so nothing reads them."""
     from ssmbench.data.store import open_fold
     from ssmbench.models import build_model, is_estimator
-    from ssmbench.train.split_files import read_split
+    from ssmbench.train.fold_split import read_split
 
     settings = spec["settings"]
     fold = int(spec["fold"])
@@ -220,7 +220,7 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
             f"there; set monitor: val_loss for benchmark {spec['benchmark']!r} in params.yaml"
         )
     if spec.get("split_dir"):
-        # drawn and checked by the split rule (ssmbench.train.split_files): rows on disk,
+        # drawn and checked by the split rule (ssmbench.train.fold_split): rows on disk,
         # read a block at a time, so none of them is in this job's memory
         train_idx, val_idx, test_idx, method = read_split(spec["split_dir"], dataset, fold,
                                                           settings)  # fmt: skip

@@ -1,0 +1,52 @@
+"""The ``monster`` source: MONSTER (``monster.py``) from the Hugging Face Hub at a
+``revision``, or a local copy (``local_dir``); ``offline`` forbids the Hub."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ssmbench.data.errors import DataError
+from ssmbench.data.provenance import reject_raw_copy
+from ssmbench.data.source_type import Source
+
+
+def fetch(name: str, raw_dir: Path, settings: dict, force: bool) -> dict:
+    from ssmbench.data.monster import fetch_monster
+
+    return fetch_monster(
+        name,
+        raw_dir,
+        revision=settings.get("revision", "main"),
+        local_dir=settings.get("local_dir"),
+        offline=settings.get("offline", False),
+        force=force,
+    )
+
+
+def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
+    from ssmbench.data.monster import prepare_monster
+
+    # every check of the preparation is on the raw files: a copy that fails to prepare
+    # is a bad raw copy, rejected, so the next fetch fetches it again
+    try:
+        return prepare_monster(name, raw_dir, out_dir)
+    except DataError as exc:
+        raise reject_raw_copy(raw_dir, name, exc) from exc
+
+
+def locate(name: str, settings: dict) -> None:
+    from ssmbench.data.monster import locate_local
+
+    if settings.get("local_dir"):
+        locate_local(name, settings["local_dir"])
+    elif settings.get("offline", False):
+        raise DataError(
+            f"MONSTER dataset {name} is not fetched yet and offline is set: set "
+            f"benchmarks.monster.local_dir to a folder holding {name}/{name}_X.npy, "
+            f"{name}_y.npy and test_indices_fold_0..4.txt, or set offline: false."
+        )
+
+
+# where a copy comes from does not change it (checksums): local_dir and offline are not
+# content settings
+SOURCE = Source(prepare=prepare, content_keys=("revision",), fetch=fetch, locate=locate)

@@ -1,0 +1,53 @@
+"""The `Source` type: what one data source (params.yaml ``benchmarks.<b>.source``) does.
+
+Each source is one `Source` object in a module of its own (``source_uea.py``,
+``source_uea6.py``, ...), registered by one line in ``SOURCES``
+(``source_registry.py``); the steps of ``sources.py`` (fetch, prepare, the pre-flight
+check, the content settings, the base of a derived dataset) dispatch through that table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Source:
+    """One data source's operations; ``name`` is a dataset name, ``settings`` the
+    benchmark's settings (params.yaml ``benchmarks.<b>``, dataset overrides merged).
+
+    A source has raw files (``fetch``) or is made by a recipe (``recipe``), never both:
+
+    * ``prepare(name, raw_dir, out_dir, settings) -> Path``: write the prepared folder
+      ``<out_dir>/<name>/`` and return it (``sources.prepare`` holds the lock).
+    * ``content_keys``: the settings the prepared content depends on (``data_settings``:
+      changing one re-prepares the dataset).
+    * ``fetch(name, raw_dir, settings, force) -> dict``: put the raw files under
+      ``<raw_dir>/<name>/`` and return their provenance (``force``: fetch again even when
+      the copy matches its provenance).
+    * ``recipe(name, settings) -> dict``: for a generated or derived source (no raw
+      files), what its fetch records in ``provenance.json``; a new recipe is recorded
+      anew, so the dataset is prepared again.
+    * ``locate(name, settings)``: raise DataError if a dataset not fetched yet cannot be
+      fetched (decided without network); None: nothing to check.
+    * ``check_recipe(name, settings)``: raise DataError for settings the source would
+      reject (unknown generator keys, a bad split), before any job runs; None: none.
+    * ``derived_from(name, settings) -> (benchmark, dataset)``: for a source made from a
+      prepared dataset of another benchmark, which one; None: not derived.
+    """
+
+    prepare: Callable[[str, Path, Path, dict], Path]
+    content_keys: tuple[str, ...]
+    fetch: Callable[[str, Path, dict, bool], dict] | None = None
+    recipe: Callable[[str, dict], dict] | None = None
+    locate: Callable[[str, dict], None] | None = None
+    check_recipe: Callable[[str, dict], None] | None = None
+    derived_from: Callable[[str, dict], tuple[str, str]] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.fetch is None) == (self.recipe is None):
+            raise TypeError("a Source has either fetch (raw files) or recipe (made), not both")
+        if self.derived_from is not None and self.recipe is None:
+            raise TypeError("a derived Source is made from its base: it has a recipe")
