@@ -161,3 +161,17 @@ def test_a_new_artefact_is_its_function_and_one_entry(tmp_path, monkeypatch):
     assert table["test_error"].tolist() == [0.2, 0.4, 0.1, 0.3]  # MS4 then MS4N, by fold
     for path in figure_files(figures / "toy_figure").values():
         assert path.stat().st_size > 0, path
+
+
+def test_each_family_declares_a_group_the_figures_colour():
+    """A family's group (its class's GROUP) is one of the paper's groups the figures have
+    colours for; the MS4 study's families each have one, the TIDES study's none (Other)."""
+    from ssmbench.models import FAMILIES, family_group
+    from ssmbench.report import style
+
+    groups = {family: family_group(family) for family in FAMILIES}
+    assert {g for g in groups.values() if g} <= set(style.GROUP_COLOURS) - {"Other"}
+    assert groups["ms4"] == groups["mamba2"] == "SSM" and groups["convtran"] == "Hybrid"
+    assert groups["extratrees"] == "NonDL" and groups["tides"] is None
+    assert style.group_of("tides") == style.group_of("no-such-family") == "Other"
+    assert style.colour_of("gru") == style.GROUP_COLOURS["RNN"]

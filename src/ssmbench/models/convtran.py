@@ -227,6 +227,9 @@ class ConvTranClassifier(SequenceClassifier):
     head; its global average pool is the ptflops-counted ``nn.AdaptiveAvgPool1d``, as the
     reference's (part of the published MMac)."""
 
+    #: the MS4N paper's group of the family (its Figures 3 and 7; report.style colours)
+    GROUP = "Hybrid"
+
     #: small hyperparameters for the contract tests (tests/test_model_contract.py)
     TEST_PARAMS = {"d_model": 8, "n_heads": 2, "d_ff": 16}
 

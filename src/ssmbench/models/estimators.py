@@ -124,6 +124,9 @@ class Estimator:
 class QuantModel(Estimator):
     """QUANT: aeon's ``QUANTClassifier`` with QUANT's own ExtraTrees forest."""
 
+    #: the MS4N paper's group of the family (its Figures 3 and 7; report.style colours)
+    GROUP = "NonDL"
+
     TEST_PARAMS = {"n_estimators": 20}
 
     @staticmethod
@@ -157,6 +160,9 @@ class QuantModel(Estimator):
 class HydraModel(Estimator):
     """Hydra: aeon's ``HydraClassifier``."""
 
+    #: the MS4N paper's group of the family (its Figures 3 and 7; report.style colours)
+    GROUP = "NonDL"
+
     TEST_PARAMS = {"n_groups": 8}
 
     @staticmethod
@@ -170,6 +176,9 @@ class HydraModel(Estimator):
 
 class ExtraTreesModel(Estimator):
     """ExtraTrees (the MS4N paper's "ET") on the raw series flattened to C·L features."""
+
+    #: the MS4N paper's group of the family (its Figures 3 and 7; report.style colours)
+    GROUP = "NonDL"
 
     TEST_PARAMS = {"n_estimators": 20}
 

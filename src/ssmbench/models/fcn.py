@@ -88,6 +88,9 @@ class FCNClassifier(SequenceClassifier):
     Its head is the single softmax layer of Wang et al. (Linear(F, K)), not the frame's
     Linear-GELU-Linear head."""
 
+    #: the MS4N paper's group of the family (its Figures 3 and 7; report.style colours)
+    GROUP = "CNN"
+
     #: where this model does not reproduce the MS4N paper's Table 4 within 5%, and why
     #: (tests/test_table4.py allows exactly these; ``ssmbench complexity --table4`` shows them)
     TABLE4_GAPS = {
@@ -121,3 +124,4 @@ class FCNClassifier(SequenceClassifier):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = self.features(x)  # (B, F, L)
         return self.readout(x.transpose(-1, -2))  # (B, K)
+

@@ -209,6 +209,9 @@ class HInceptionClassifier(SequenceClassifier):
     Its head is InceptionTime's softmax layer (Linear(4F, K)), not the frame's
     Linear-GELU-Linear head: Table 4's 49 parameters per class fit it."""
 
+    #: the MS4N paper's group of the family (its Figures 3 and 7; report.style colours)
+    GROUP = "CNN"
+
     #: small hyperparameters for the contract tests
     TEST_PARAMS = {"d_model": 8, "n_filters": 4, "depth": 3, "kernel_size": 8}
 

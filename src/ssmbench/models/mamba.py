@@ -494,6 +494,9 @@ class _MambaClassifier(SequenceClassifier):
 
     The pool is the ptflops-counted ``nn.AdaptiveAvgPool1d`` (part of the published MMac)."""
 
+    #: the MS4N paper's group of the family (its Figures 3 and 7; report.style colours)
+    GROUP = "SSM"
+
     #: small hyperparameters for the contract tests (tests/test_model_contract.py)
     TEST_PARAMS = {"d_model": 8, "d_state": 8}
 

@@ -128,6 +128,9 @@ def _fix_b_at_one(kernel: nn.Module) -> None:
 class MS4Classifier(SequenceClassifier):
     """MS4 (layer_norm=False) / MS4N (layer_norm=True) classifier."""
 
+    #: the MS4N paper's group of the family (its Figures 3 and 7; report.style colours)
+    GROUP = "SSM"
+
     #: small hyperparameters for the contract tests (tests/test_model_contract.py)
     TEST_PARAMS = {"d_model": 8, "d_state": 8}
 
@@ -217,6 +220,9 @@ class MS4Classifier(SequenceClassifier):
 
 class S4DClassifier(SequenceClassifier):
     """Plain S4D baseline: one S4D layer on the raw C channels, GAP, MLP head."""
+
+    #: the MS4N paper's group of the family (its Figures 3 and 7; report.style colours)
+    GROUP = "SSM"
 
     HEAD_WIDTH = 64
     TEST_PARAMS = {"d_state": 8}

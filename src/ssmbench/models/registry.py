@@ -44,6 +44,13 @@ def family_is_estimator(family: str) -> bool:
     return is_estimator(FAMILIES[family])
 
 
+def family_group(family: str) -> str | None:
+    """The MS4N paper's group of a params.yaml family (its class's ``GROUP``: SSM,
+    Transformer, Hybrid, RNN, CNN, NonDL), None for a family it does not have or an
+    unknown name."""
+    return getattr(FAMILIES.get(family), "GROUP", None)
+
+
 def table4_gaps(family: str) -> dict[tuple[str, str], str]:
     """Where a family says it does not reproduce the MS4N paper's Table 4, and why:
     ``{(key, domain or "*"): reason}`` from its class's ``TABLE4_GAPS`` (e.g. FCN's MMac)."""

@@ -137,6 +137,9 @@ class _MetaSafeLSTM(_MetaSafeRNNMixin, nn.LSTM):
 class RecurrentClassifier(SequenceClassifier):
     """Linear(C, H) -> GRU/LSTM (n_layers, width H) -> LayerNorm -> mean over L -> MLP head."""
 
+    #: the MS4N paper's group of the family (its Figures 3 and 7; report.style colours)
+    GROUP = "RNN"
+
     CELL: type[nn.RNNBase] = _MetaSafeGRU
     #: small hyperparameters for the contract tests
     TEST_PARAMS = {"d_model": 8, "head_dim": 4}

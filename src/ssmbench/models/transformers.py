@@ -371,6 +371,9 @@ class _EncoderClassifier(SequenceClassifier):
     """Shared parts: encoder layers, final LayerNorm; the frame's mean over the tokens and
     Linear(d, d) -> GELU -> dropout -> Linear(d, K) head."""
 
+    #: the MS4N paper's group of the family (its Figures 3 and 7; report.style colours)
+    GROUP = "Transformer"
+
     #: small hyperparameters for the contract tests (tests/test_model_contract.py)
     TEST_PARAMS = {"d_model": 16, "n_heads": 2, "d_ff": 32}
 

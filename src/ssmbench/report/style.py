@@ -34,23 +34,19 @@ GROUP_COLOURS = {
     "NonDL": "#7f7f7f",  # grey
     "Other": "#8c564b",  # a family the paper does not have
 }
-#: params.yaml family -> the paper's group.
-FAMILY_GROUP = {
-    "ms4": "SSM", "s4d": "SSM", "mamba1": "SSM", "mamba2": "SSM",
-    "transformer": "Transformer", "informer": "Transformer", "itransformer": "Transformer",
-    "convtran": "Hybrid", "gru": "RNN", "lstm": "RNN", "fcn": "CNN", "hinception": "CNN",
-    "quant": "NonDL", "hydra": "NonDL", "extratrees": "NonDL",
-}  # fmt: skip
 #: Ours are filled markers; the paper's the same marker hollow (``PAPER_STYLE``).
 OURS_LABEL = "ours"
 PAPER_LABEL = "paper"
 
 
 def group_of(family) -> str:
-    """The paper's group of a params.yaml family (``Other`` when it has none)."""
+    """The paper's group of a params.yaml family, as its model class declares it
+    (``GROUP``; ``Other`` when it has none)."""
+    from ssmbench.models import family_group
+
     if family is None or (isinstance(family, float) and pd.isna(family)):
         return "Other"
-    return FAMILY_GROUP.get(str(family), "Other")
+    return family_group(str(family)) or "Other"
 
 
 def colour_of(family) -> str:
