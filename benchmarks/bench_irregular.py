@@ -59,16 +59,16 @@ def measure(input_name: str, model_name: str, steps: int, budget: float, threads
     """One (input, model): build, one warm-up step, then timed steps. Runs in a child."""
     import torch
     import torch.nn.functional as F
-    import yaml
 
     from ssmbench.config import model_entry
     from ssmbench.models import build_model, supports_per_step
     from ssmbench.models.registry import model_inputs
+    from ssmbench.params_file import read_params
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     B, C, L, K, per_step = INPUTS[input_name]
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     entry_name, dataset = ENTRY_OF.get((input_name, model_name), (model_name, None))
     entry = model_entry(params, entry_name, dataset)
     per_step = per_step and supports_per_step(entry)

@@ -59,6 +59,7 @@ PROJECT_FILES = (
     ".gitignore",
     "Snakefile",
     "params.yaml",
+    "params",
     "dvc.yaml",
     "workflow",
     "profiles",
@@ -307,7 +308,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         project = copy_project(workdir)
         sys.path.insert(0, str(project / "src"))
-        params = yaml.safe_load((project / "params.yaml").read_text())
+        from ssmbench.params_file import read_params
+
+        params = read_params(project / "params.yaml")
         suite = paper_grid_suite(params, args.min_jobs)
         params["suites"][SUITE] = suite
         params["suite"] = SUITE

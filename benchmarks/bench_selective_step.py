@@ -41,13 +41,13 @@ MOTOR_IMAGERY = (32, 64, 3000)
 
 def _build(name: str, C: int, K: int, L: int, dataset: str | None = None, method=None):
     import torch
-    import yaml
 
     from ssmbench.config import model_entry
     from ssmbench.models import build_model
     from ssmbench.models.mamba import Mamba1Mixer
+    from ssmbench.params_file import read_params
 
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     torch.manual_seed(0)
     model = build_model(name, C, K, L, model_entry(params, name, dataset))
     for module in model.modules():

@@ -38,14 +38,14 @@ BATCH_MODE = {"MS4N": "conv", "TIDES": "scan"}
 
 def measure(name: str, mode: str, L: int, threads: int) -> dict:
     import torch
-    import yaml
 
     from ssmbench.config import model_entry
     from ssmbench.models import build_model
+    from ssmbench.params_file import read_params
 
     torch.set_num_threads(threads)
     torch.manual_seed(0)
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     model = build_model(name, C, K, L, model_entry(params, name)).eval()
     x = torch.randn(1, C, L)
     time_aware = "steps" in model.INPUTS

@@ -59,12 +59,12 @@ def _shape(text: str) -> tuple[int, int, int]:
 
 def _build(name: str, C: int, L: int):
     import torch
-    import yaml
 
     from ssmbench.config import model_entry
     from ssmbench.models import build_model
+    from ssmbench.params_file import read_params
 
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     torch.manual_seed(0)
     return build_model(name, C, K, L, model_entry(params, name))
 

@@ -13,8 +13,9 @@ evals) is kept, with the entry's forward MMac per row
 (``complexity.mmac(convention="full")``). Fitted families (QUANT, Hydra, ExtraTrees) are
 timed by one fit of B rows and one prediction of B rows.
 
-The machine's earlier rows (same ``--machine``) are replaced; the other machines' rows
-are kept. ``--dry-run`` prints the rows without writing.
+The machine's earlier rows (same ``--machine``) of the families measured are replaced;
+every other row is kept (``--models FCN-MONSTER`` adds one family to a machine).
+``--dry-run`` prints the rows without writing.
 
 Usage:
     .venv/bin/python benchmarks/calibrate.py --machine dev-cpu-2core [--threads 1]
@@ -153,10 +154,10 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     import torch
-    import yaml
 
     from ssmbench.config import model_entry
     from ssmbench.models import family_is_estimator
+    from ssmbench.params_file import read_params
     from ssmbench.step_costs import TABLE, Point, read_table, write_table
 
     torch.set_num_threads(args.threads)
@@ -164,7 +165,7 @@ def main(argv=None) -> int:
     if device.type == "cuda" and not torch.cuda.is_available():
         print("calibrate.py: --device cuda but torch sees no GPU", file=sys.stderr)
         return 2
-    params = yaml.safe_load(Path(args.params).read_text())
+    params = read_params(args.params)
     if args.models:
         names = args.models.split(",")
         unknown = [n for n in names if n not in params["models"]]
@@ -218,7 +219,12 @@ def main(argv=None) -> int:
     if args.dry_run:
         return 0
     table = Path(args.table) if args.table else TABLE
-    kept = [p for p in read_table(table) if p.machine != args.machine] if table.exists() else []
+    measured = {(p.machine, p.family) for p in rows}
+    kept = (
+        [p for p in read_table(table) if (p.machine, p.family) not in measured]
+        if table.exists()
+        else []
+    )
     header = table.read_text().splitlines() if table.exists() else []
     comments = "\n".join(line[2:] for line in header if line.startswith("# "))
     write_table(kept + rows, table, header=comments)

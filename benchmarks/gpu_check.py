@@ -35,7 +35,6 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,8 +60,9 @@ def _timed(fn, device: torch.device, repeats: int) -> float:
 def _model(name: str, C: int, K: int, L: int, device: torch.device, seed: int = 0):
     from ssmbench.config import model_entry
     from ssmbench.models import build_model
+    from ssmbench.params_file import read_params
 
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     torch.manual_seed(seed)
     return build_model(name, C, K, L, model_entry(params, name)).to(device)
 

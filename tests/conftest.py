@@ -4,6 +4,7 @@ tests share a machine under pytest-xdist (`make test`: `-n auto --dist loadgroup
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import sys
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from ssmbench.params_file import read_params, read_params_and_files
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_UEA = REPO.parent / "shared" / "data" / "uea"
@@ -25,6 +28,7 @@ PROJECT_FILES = (
     ".gitignore",
     "Snakefile",
     "params.yaml",
+    "params",
     "dvc.yaml",
     "workflow",
     "profiles",
@@ -113,11 +117,43 @@ def make_project(dest: Path, edit=None) -> Path:
             )
         else:
             shutil.copy2(src, dest / name)
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     if edit is not None:
         edit(params)
-    (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    write_params(dest, params)
     return dest
+
+
+def write_params(root: Path, params: dict) -> None:
+    """Write `params` (read_params' one mapping) into the project `root` as the repository
+    lays it out: params.yaml, and each study file with the entries the repository keeps
+    there (their values as in `params`; an entry the repository does not have stays in
+    params.yaml's own section). DVC then tracks an edit where it tracks the original."""
+    studies = yaml.safe_load((REPO / "params.yaml").read_text())["studies"]
+    _, files = read_params_and_files(REPO / "params.yaml")
+    shared = copy.deepcopy(params)
+    shared["studies"] = list(studies)
+    per_file: dict[str, dict] = {name: {} for name in studies}
+    for dotted, name in files.items():
+        *section, entry = dotted.split(".")
+        source = shared
+        for part in section:
+            source = source.get(part) or {}
+        if entry not in source:
+            continue  # the edit removed it
+        target = per_file[name]
+        for part in section:
+            target = target.setdefault(part, {})
+        target[entry] = source.pop(entry)
+    for section in ("models", "suites"):
+        if not shared.get(section):
+            shared.pop(section, None)
+    if not (shared.get("tuning") or {}).get("searches", True):
+        shared["tuning"].pop("searches")
+    (root / "params.yaml").write_text(yaml.safe_dump(shared, sort_keys=False))
+    (root / "params").mkdir(exist_ok=True)
+    for name, body in per_file.items():
+        (root / name).write_text(yaml.safe_dump(body, sort_keys=False))
 
 
 def signal_at_training_batch(monkeypatch, n: int, signum=None) -> None:

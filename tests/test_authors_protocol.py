@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
 from conftest import REPO
 
 from ssmbench.config import Job, benchmark_settings, job_spec
@@ -20,13 +19,14 @@ from ssmbench.data.uea import fetch_uea, prepare_uea
 from ssmbench.data.validation_split import stratified_validation_split, validation_seed
 from ssmbench.models import build_model
 from ssmbench.models.s4d import ChannelDropout
+from ssmbench.params_file import read_params
 from ssmbench.report.aggregate import collect_records
 from ssmbench.report.protocol_notes import protocol_notes
 from ssmbench.report.reference import load_authors_protocol
 from ssmbench.train.fold_split import split_indices
 from ssmbench.train.protocol import run_job
 
-PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())
+PARAMS = read_params(REPO / "params.yaml")
 
 
 @pytest.fixture(scope="module")
@@ -220,6 +220,13 @@ def test_protocol_notes_mark_each_departure(basic_motions, tmp_path):
     with_blocks = protocol_notes(collect_records(runs))
     assert "**departs**: 1 of 3 runs read X in block-shuffled epochs" in with_blocks
     assert "4 departure(s)." in with_blocks
+
+    # a record without a protocol among records with one (a frame's NaN there): its
+    # settings show as not set, the notes are still written
+    frame = collect_records(runs)
+    frame["protocol"] = frame["protocol"].astype(object)
+    frame.loc[frame.index[0], "protocol"] = float("nan")
+    assert "(not set)" in protocol_notes(frame)
 
 
 def test_check_lists_the_fallback_sets_and_an_error_fallback_stops_before_any_job():

@@ -12,7 +12,6 @@ import math
 import numpy as np
 import pytest
 import torch
-import yaml
 from conftest import make_project, signal_at_training_batch
 
 from ssmbench.config import ConfigError, Job, job_spec
@@ -379,7 +378,7 @@ def project(tmp_path_factory):
 
 
 def spec_of(project, max_epochs=6, reading=None):
-    params = yaml.safe_load((project / "params.yaml").read_text())
+    params = read_params(project / "params.yaml")
     spec = job_spec(params, JOB)
     spec["settings"]["max_epochs"] = max_epochs
     if reading is not None:

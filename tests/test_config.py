@@ -18,13 +18,13 @@ from ssmbench.config import (
     load_params,
     suite_grid,
 )
-from ssmbench.params_file import validate_schema
+from ssmbench.params_file import read_params, validate_schema
 from ssmbench.train.batch_order import batch_size_for
 
 
 @pytest.fixture()
 def params():
-    return yaml.safe_load((REPO / "params.yaml").read_text())
+    return read_params(REPO / "params.yaml")
 
 
 def test_shipped_params_are_valid_and_default_grid_is_the_issue_grid(params):

@@ -10,12 +10,12 @@ import subprocess
 
 import pytest
 import yaml
-from conftest import REPO, make_project, tool_env
+from conftest import REPO, make_project, tool_env, write_params
 
 from ssmbench.config import ConfigError, load_params
 from ssmbench.params_file import read_params, validate_schema
 
-SHIPPED = yaml.safe_load((REPO / "params.yaml").read_text())
+SHIPPED = read_params(REPO / "params.yaml")
 
 
 @pytest.fixture()
@@ -229,9 +229,10 @@ def test_snakemake_gives_the_check_message_for_a_syntax_error_and_a_bad_value(tm
         load_params(path)
     assert str(info.value).replace(str(path), "params.yaml") in dry.stdout + dry.stderr
 
-    params = yaml.safe_load(good)
+    (project / "params.yaml").write_text(good)
+    params = read_params(project / "params.yaml")
     params["suites"]["tiny"]["overrides"]["max_epochs"] = "ten"
-    _write(project, params)
+    write_params(project, params)
     dry = _snakemake_dry_run(project)
     assert dry.returncode != 0
     output = dry.stdout + dry.stderr

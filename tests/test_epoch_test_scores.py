@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 from conftest import make_project, signal_at_training_batch
 
 from ssmbench.config import Job, job_spec
 from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.params_file import read_params
 from ssmbench.report.aggregate import collect_records
 from ssmbench.report.build import build_report
 from ssmbench.report.selection_optimism import (
@@ -56,7 +56,7 @@ def project(tmp_path_factory) -> Path:
 
 
 def spec_of(project: Path, model: str, scores: bool, epochs: int = EPOCHS) -> dict:
-    params = yaml.safe_load((project / "params.yaml").read_text())
+    params = read_params(project / "params.yaml")
     spec = job_spec(params, Job("uea", "BasicMotions", model, 0))
     spec["settings"].update(max_epochs=epochs, epoch_test_scores=scores)
     spec["prepared_dir"] = str(project / spec["prepared_dir"])

@@ -25,6 +25,8 @@ from test_monster import COMMIT1, COMMIT2, NAME, make_dataset, npy_bytes  # noqa
 from test_monster import REPO as HUB_REPO  # noqa: E402
 from test_monster import hub_env as _hub_env  # noqa: E402
 
+from ssmbench.params_file import read_params
+
 hub_env = _hub_env  # the fake Hub's environment fixture, shared with test_monster
 
 UEA = "BasicMotions"
@@ -106,7 +108,7 @@ def test_a_rejected_monster_copy_is_not_adopted_offline(hub_env, tmp_path):
 
 
 def _project(tmp_path: Path, archive: Path, monkeypatch) -> Path:
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     params["benchmarks"]["uea"]["archive_dir"] = str(archive)
     params["benchmarks"]["uea"]["download"] = False
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))

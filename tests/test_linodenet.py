@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import scipy.linalg
 import torch
-import yaml
 from conftest import REPO
 
 import ssmbench.models.linodenet as linodenet
@@ -27,10 +26,11 @@ from ssmbench.models.linodenet import (
     _Propagators,
     kernel_initialization,
 )
+from ssmbench.params_file import read_params
 
 F64 = torch.float64
 #: params.yaml's LinODEnet entry: the leaderboard's configuration
-ENTRY = yaml.safe_load((REPO / "params.yaml").read_text())["models"]["LinODEnet"]
+ENTRY = read_params(REPO / "params.yaml")["models"]["LinODEnet"]
 SMALL = {"hidden_size": 8, "latent_size": 12, "n_blocks": 2}
 
 

@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-import yaml
 from conftest import REPO
 from logncde_oracle import oracle_forward, oracle_increment
 from torch.func import jvp, vmap
@@ -40,10 +39,11 @@ from ssmbench.models.logsignature import (
     n_windows,
     windowed_logsignature,
 )
+from ssmbench.params_file import read_params
 
 F64 = torch.float64
 #: params.yaml's Log-NCDE entry and its per-dataset configurations (the reference's)
-ENTRY = yaml.safe_load((REPO / "params.yaml").read_text())["models"]["LogNCDE"]
+ENTRY = read_params(REPO / "params.yaml")["models"]["LogNCDE"]
 DATASET_PARAMS = ENTRY["dataset_params"]
 #: the six UEA sets' (C, L, K)
 UEA = {
@@ -614,7 +614,7 @@ def test_the_training_loop_adds_the_lip2_penalty(tmp_path, monkeypatch):
 
     fetch_uea("BasicMotions", tmp_path / "raw", archive_dir=None, download=False)
     prepared = prepare_uea("BasicMotions", tmp_path / "raw", tmp_path / "prepared")
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     calls = []
     real = LogNCDEClassifier.regulariser
 

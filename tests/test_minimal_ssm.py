@@ -8,14 +8,14 @@ import math
 
 import pytest
 import torch
-import yaml
 from conftest import REPO
 
 from ssmbench.complexity import count_params
 from ssmbench.models import build_model
 from ssmbench.models.minimal_ssm import MinimalSSMClassifier
+from ssmbench.params_file import read_params
 
-MODELS = yaml.safe_load((REPO / "params.yaml").read_text())["models"]
+MODELS = read_params(REPO / "params.yaml")["models"]
 FF = ("FF-S5", "FF-TIDES", "FF-TIDES-Lambda", "FF-MambaS")
 
 

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-import yaml
 from conftest import REPO
 
 from ssmbench.complexity import count_params, mmac
 from ssmbench.models import FAMILIES, build_model, is_estimator, validate_model_params
+from ssmbench.params_file import read_params
 
 #: (C, L, K): C = 1 and 1345 (DuckDuckGeese), L = 1, 8 and 2500, K = 2 and 82 (Pedestrian).
 SHAPES = [(1, 1, 2), (1, 8, 2), (1345, 8, 82), (1, 2500, 82), (1345, 64, 2), (3, 50, 5),
@@ -48,7 +48,7 @@ BUILD_ONLY = {("logncde", 1345)}
 DEEP = sorted(f for f, cls in FAMILIES.items() if not is_estimator(cls))
 PER_STEP = sorted(f for f in DEEP if FAMILIES[f].SUPPORTS_PER_STEP)
 ESTIMATORS = sorted(set(FAMILIES) - set(DEEP))
-PARAMS_MODELS = yaml.safe_load((REPO / "params.yaml").read_text())["models"]
+PARAMS_MODELS = read_params(REPO / "params.yaml")["models"]
 
 
 def entry(family: str) -> dict:

@@ -18,7 +18,7 @@ from ssmbench.config import ConfigError, Job
 from ssmbench.data.errors import DataError
 from ssmbench.data.names import BENCHMARK_PATTERN, NAME_PATTERN, name_problem
 from ssmbench.data.sources import fetch, prepare
-from ssmbench.params_file import SCHEMA_PATH
+from ssmbench.params_file import SCHEMA_PATH, read_params
 
 TRAIN = ["train", "--benchmark", "uea", "--dataset", "BasicMotions", "--model", "MS4N"]
 
@@ -45,6 +45,7 @@ def project(tmp_path, monkeypatch):
     root.mkdir()
     (tmp_path / "outside").mkdir()
     shutil.copy(REPO / "params.yaml", root / "params.yaml")
+    shutil.copytree(REPO / "params", root / "params")
     monkeypatch.chdir(root)
     return root
 
@@ -73,7 +74,7 @@ def test_the_schema_and_the_workflow_use_the_name_patterns():
 
 
 def test_the_shipped_names_match_the_patterns():
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     for bench, entry in params["benchmarks"].items():
         assert re.fullmatch(BENCHMARK_PATTERN, bench)
         assert all(re.fullmatch(NAME_PATTERN, ds) for ds in entry["datasets"])
@@ -228,7 +229,7 @@ def test_a_root_that_leads_outside_through_a_link_is_refused(project, capsys, tm
 
 
 def _write_params(root: Path, edit) -> Path:
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     edit(params)
     path = root / "params.yaml"
     path.write_text(yaml.safe_dump(params, sort_keys=False))

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-import yaml
 from conftest import REPO
 
 from ssmbench.config import model_entry
 from ssmbench.models import build_model
+from ssmbench.params_file import read_params
 from ssmbench.train.optim import build_optimizer, lr_factor_at, set_epoch_lr
 
-PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())
+PARAMS = read_params(REPO / "params.yaml")
 
 
 def _groups(model, **settings):

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
 from conftest import REPO
 
 from ssmbench.config import ConfigError, Job, check_params, job_spec
@@ -38,6 +37,8 @@ from ssmbench.data.store import PreparedDataset, open_fold
 
 sys.path.insert(0, str(Path(__file__).parent))
 from zenodo_server import FakeZenodo  # noqa: E402
+
+from ssmbench.params_file import read_params
 
 CODE, FOLDER = "BOR01", "borghans_dupont_goldbeter_1997a"  # 3 states in Top50_final.csv
 OTHER_CODE, OTHER_FOLDER = "DUP01", "dupont_1991a"  # 2 states
@@ -254,7 +255,7 @@ def test_training_on_one_fold_scores_only_its_test_rows(prepared, folds, tmp_pat
     from ssmbench.train import protocol
 
     fold = 1
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     spec = job_spec(params, Job("physiome_ode", CODE, "TIDES-physio", fold), "default")
     spec["prepared_dir"] = str(prepared)
     spec["model_params"].update(d_model=8, ssm_size=4, ssm_blocks=1, n_layers=1, dropout=0.0)
@@ -434,7 +435,7 @@ def test_the_50_official_codes_are_datasets_in_zenodo_mode_only():
 
 
 def test_params_yaml_has_the_benchmark_and_check_refuses_a_wrong_mode():
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     bench = params["benchmarks"]["physiome_ode"]
     assert bench["datasets"] == list(OFFICIAL_DATASETS)
     assert (bench["source"], bench["mode"]) == ("physiome", "zenodo")

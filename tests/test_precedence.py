@@ -150,9 +150,12 @@ def test_explain_prints_each_value_with_its_place(capsys):
             "--benchmark", "uea6", "--dataset", "MotorImagery", "--model", "TIDES"]  # fmt: skip
     assert main(argv) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^  lr +0\.000652 +models\.TIDES\.dataset_settings\.MotorImagery$", out, re.M)
-    assert re.search(r"^  optimizer +\"adam\" +protocol$", out, re.M)
-    assert re.search(r"^  d_model +32 +models\.TIDES\.dataset_params\.MotorImagery$", out, re.M)
+    tides, shared = re.escape(str(REPO / "params/tides.yaml")), re.escape(str(REPO / "params.yaml"))
+    lr = rf"^  lr +0\.000652 +{tides}: models\.TIDES\.dataset_settings\.MotorImagery$"
+    assert re.search(lr, out, re.M)
+    assert re.search(rf"^  optimizer +\"adam\" +{shared}: protocol$", out, re.M)
+    d_model = rf"^  d_model +32 +{tides}: models\.TIDES\.dataset_params\.MotorImagery$"
+    assert re.search(d_model, out, re.M)
     assert "tuned file" in out and "not written yet" in out  # uea6-paper tunes TIDES
     assert main([*argv, "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)

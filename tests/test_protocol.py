@@ -10,13 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from conftest import REPO
 
 from ssmbench import io as atomic_io
 from ssmbench.config import Job, job_spec
 from ssmbench.data.store import PreparedDataset
 from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.params_file import read_params
 from ssmbench.train.fold_split import split_indices
 from ssmbench.train.protocol import run_job
 
@@ -29,7 +29,7 @@ def basic_motions(tmp_path_factory) -> Path:
 
 
 def spec_for(prepared: Path, model="MS4", fold=0, max_epochs=3) -> dict:
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     spec = job_spec(params, Job("uea", "BasicMotions", model, fold), "default")
     spec["settings"]["max_epochs"] = max_epochs
     spec["prepared_dir"] = str(prepared)
@@ -186,7 +186,7 @@ def test_adamw_decays_ordinary_weights_and_not_the_hinted_ssm_parameters():
     from ssmbench.models import build_model
     from ssmbench.train.optim import build_optimizer
 
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     model = build_model("S4D", 3, 4, 32, params["models"]["S4D"])
     settings = {"optimizer": "adamw", "lr": 0.1, "weight_decay": 0.5}
     optimizer = build_optimizer(model, settings)
@@ -217,7 +217,7 @@ def test_adam_is_one_update_whatever_the_groups():
     from ssmbench.models import build_model
     from ssmbench.train.optim import build_optimizer
 
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     models = []
     for _ in range(2):
         torch.manual_seed(0)
@@ -249,7 +249,7 @@ def test_unknown_optimizer_is_refused_naming_the_key():
     from ssmbench.params_file import ConfigError, validate_schema
     from ssmbench.train.optim import build_optimizer
 
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     params["protocol"]["optimizer"] = "sgd"
     with pytest.raises(ConfigError, match=r"protocol\.optimizer: 'sgd' is not one of"):
         validate_schema(params)

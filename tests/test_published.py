@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from ssmbench.cli import main
+from ssmbench.params_file import read_params
 from ssmbench.report.build import build_published
 from ssmbench.report.outputs import published_outputs
 from ssmbench.report.paper_tables import paper_consistency, per_dataset_table, table1, table4
@@ -95,7 +96,7 @@ def test_cli_report_published(tmp_path, capsys):
     import yaml
     from conftest import REPO
 
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     params["paths"]["results"] = str(tmp_path / "results")
     config = tmp_path / "params.yaml"
     config.write_text(yaml.safe_dump(params, sort_keys=False))

@@ -28,11 +28,11 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 from conftest import make_project, signal_at_training_batch, tool_env
 
 from ssmbench.config import Job, job_spec
 from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.params_file import read_params
 from ssmbench.report.figures import load_curves
 from ssmbench.staleness import record_state
 from ssmbench.status import run_status
@@ -57,7 +57,7 @@ def project(tmp_path_factory) -> Path:
 
 
 def params_of(project: Path) -> dict:
-    return yaml.safe_load((project / "params.yaml").read_text())
+    return read_params(project / "params.yaml")
 
 
 def spec_of(project: Path, **settings) -> dict:

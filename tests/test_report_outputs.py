@@ -10,6 +10,7 @@ import yaml
 from conftest import REPO
 
 from ssmbench.cli import main
+from ssmbench.params_file import read_params
 from ssmbench.report.outputs import (
     KINDS,
     figure_captions,
@@ -18,7 +19,7 @@ from ssmbench.report.outputs import (
     report_outputs,
 )
 
-PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())
+PARAMS = read_params(REPO / "params.yaml")
 
 
 def _declared(entries) -> list[Path]:

@@ -9,6 +9,7 @@ from conftest import REPO
 
 from ssmbench.cli import main
 from ssmbench.config import ConfigError, load_params
+from ssmbench.params_file import read_params
 from ssmbench.resources import TrainResources, check_train_resources
 
 
@@ -125,7 +126,7 @@ def test_bad_entries_are_named(params, edit, message):
 
 
 def test_ssmbench_check_names_an_unknown_model_in_resources(tmp_path, capsys):
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     params["resources"]["train"]["models"]["NoSuchModel"] = {"gpu": 1}
     path = tmp_path / "params.yaml"
     path.write_text(yaml.safe_dump(params, sort_keys=False))

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 from conftest import make_project, signal_at_training_batch, tool_env
 
 from ssmbench.config import Job, job_spec
 from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.params_file import read_params
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train import protocol
 from ssmbench.train.checkpoint import RESUME_EXIT_CODE, TrainingInterrupted
@@ -52,7 +52,7 @@ def project(tmp_path_factory) -> Path:
 
 
 def spec_of(project: Path, max_epochs=EPOCHS, **settings) -> dict:
-    params = yaml.safe_load((project / "params.yaml").read_text())
+    params = read_params(project / "params.yaml")
     spec = job_spec(params, JOB)
     spec["settings"].update(max_epochs=max_epochs, **settings)
     spec["prepared_dir"] = str(project / spec["prepared_dir"])
@@ -290,7 +290,7 @@ def test_estimator_exits_with_the_retry_status_and_no_checkpoint(project, tmp_pa
         return real_fit(self, X, y)
 
     monkeypatch.setattr(ExtraTreesModel, "fit", fit)
-    params = yaml.safe_load((project / "params.yaml").read_text())
+    params = read_params(project / "params.yaml")
     spec = job_spec(params, Job("uea", "BasicMotions", "ET", 0))
     spec["prepared_dir"] = str(project / spec["prepared_dir"])
     record, checkpoint = tmp_path / "fold0.json", tmp_path / "ckpt" / "fold0.pt"

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
 from conftest import REPO
 
 import ssmbench.complexity as complexity
@@ -18,6 +17,7 @@ import ssmbench.models as models
 from ssmbench.config import Job, job_spec
 from ssmbench.data.errors import DataError
 from ssmbench.io import atomic_write_json, index_text, write_prepared_folder
+from ssmbench.params_file import read_params
 from ssmbench.train.checks import DivergedError, LossLimit, check_loss, check_split
 from ssmbench.train.protocol import run_job
 
@@ -45,7 +45,7 @@ def _folder(tmp_path: Path, X=None, y=None, test_rows=None, **meta) -> Path:
 
 
 def _spec(folder: Path, max_epochs: int = 3) -> dict:
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     spec = job_spec(params, Job("uea", "BasicMotions", MODEL, 0), "default")
     spec.update(dataset="Toy", prepared_dir=str(folder))
     spec["settings"].update(max_epochs=max_epochs, batch_size=8)
@@ -311,11 +311,12 @@ def test_a_non_finite_value_is_never_written_as_bare_nan(tmp_path):
 def test_the_cli_reports_a_diverged_run_in_one_line_with_exit_1(monkeypatch, capsys):
     """Divergence is neither bad input (exit 2) nor a bug (a traceback): one line, exit 1."""
     from ssmbench import cli
+    from ssmbench.cli import check
 
     def diverge(args):
         raise DivergedError("[uea/Toy/S4D/fold0] training, epoch 2, batch 3/4: loss is nan")
 
-    monkeypatch.setattr(cli, "cmd_check", diverge)
+    monkeypatch.setattr(check, "cmd_check", diverge)
     assert cli.main(["check"]) == 1
     err = capsys.readouterr().err
     assert (
@@ -326,10 +327,11 @@ def test_the_cli_reports_a_diverged_run_in_one_line_with_exit_1(monkeypatch, cap
 
 def test_the_cli_keeps_the_traceback_of_any_other_error(monkeypatch):
     from ssmbench import cli
+    from ssmbench.cli import check
 
     def bug(args):
         raise ZeroDivisionError("a bug")
 
-    monkeypatch.setattr(cli, "cmd_check", bug)
+    monkeypatch.setattr(check, "cmd_check", bug)
     with pytest.raises(ZeroDivisionError):
         cli.main(["check"])

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO, make_project, tool_env
+from conftest import REPO, make_project, tool_env, write_params
 
 from ssmbench import resources
 from ssmbench.cli import main
@@ -30,6 +30,7 @@ from ssmbench.config import (
     untuned_spec,
 )
 from ssmbench.data.errors import DataError
+from ssmbench.params_file import read_params
 
 PARAMS = load_params(REPO / "params.yaml")
 #: a budget every catalogued dataset is above: all of them are read in blocks
@@ -159,8 +160,8 @@ def project(tmp_path_factory) -> Path:
     from ssmbench.data.uea import fetch_uea, prepare_uea
 
     root = tmp_path_factory.mktemp("split")
-    params = in_blocks(yaml.safe_load((REPO / "params.yaml").read_text()))
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    params = in_blocks(read_params(REPO / "params.yaml"))
+    write_params(root, params)
     fetch_uea("BasicMotions", root / "data/raw/uea", archive_dir=None, download=False)
     prepare_uea("BasicMotions", root / "data/raw/uea", root / "data/prepared/uea")
     return root
@@ -221,7 +222,7 @@ def test_cli_split_writes_only_under_paths_splits(project, monkeypatch, tmp_path
 
 
 def test_cli_split_of_a_missing_dataset_is_one_error_line(tmp_path, monkeypatch, capsys):
-    params = in_blocks(yaml.safe_load((REPO / "params.yaml").read_text()))
+    params = in_blocks(read_params(REPO / "params.yaml"))
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     assert _split(tmp_path, monkeypatch) == 2
     err = capsys.readouterr().err

@@ -235,6 +235,7 @@ def test_settings_marker_dates_say_whether_a_record_is_current(spec, tmp_path):
 def test_train_keeps_a_current_record_and_force_trains(spec, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    shutil.copytree(REPO / "params", tmp_path / "params")
     record = write_record(tmp_path / "results/runs/uea/BasicMotions/MS4N/fold0.json", spec)
     before = record.read_text()
     argv = [

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
-from conftest import REPO, make_project, tool_env
+from conftest import REPO, make_project, tool_env, write_params
 
 from ssmbench.cli import main
 from ssmbench.config import Job, job_spec, load_params, suite_grid
+from ssmbench.params_file import read_params
 from ssmbench.status import (
     LOG_TAIL_BYTES,
     last_error_line,
@@ -375,9 +375,9 @@ def test_crashing_jobs_do_not_stop_the_others_and_status_names_them(tmp_path):
     assert "ValueError: d_model (16) must be a multiple of n_heads (3)" in table
 
     # A changed setting makes the finished runs stale (and Snakemake would rerun them).
-    params = yaml.safe_load((project / "params.yaml").read_text())
+    params = read_params(project / "params.yaml")
     params["protocol"]["lr"] = 2.0e-3
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    write_params(project, params)
     assert status()["counts"] == {
         "done": 0, "stale": 2, "failed": 4, "incomplete": 0, "missing": 0
     }  # fmt: skip

@@ -19,6 +19,7 @@ from conftest import REPO
 
 from ssmbench.complexity import count_params, domain_averages
 from ssmbench.models import MS4Classifier, build_model
+from ssmbench.params_file import read_params
 
 #: the MS4 family's params.yaml entries for Table 2 (MS4-2Layer / MS4-H128 with the keys
 #: that reproduce the paper's counts)
@@ -157,14 +158,13 @@ def test_table2_puts_our_built_counts_beside_the_papers():
     datasets of each variant built for each (as the paper counts them), whatever the
     records' own datasets."""
     import pandas as pd
-    import yaml
     from conftest import REPO
 
     from ssmbench.report.paper_tables import table2
     from ssmbench.report.results import paper_per_dataset
     from ssmbench.report.table4 import table4_comparison
 
-    models = yaml.safe_load((REPO / "params.yaml").read_text())["models"]
+    models = read_params(REPO / "params.yaml")["models"]
     counts = table4_comparison(models, ["MS4N", "MS4", "MS4-2Layer", "MS4-H128"])
     paper = paper_per_dataset()
     ours = paper[paper["model"].isin(["MS4N", "MS4"]) & (paper["dataset"] == "Pedestrian")]

@@ -12,12 +12,12 @@ The comparison (every model built for every MONSTER dataset) is computed once pe
 from __future__ import annotations
 
 import pytest
-import yaml
 from conftest import REPO
 
+from ssmbench.params_file import read_params
 from ssmbench.report.table4 import declared_gap, declared_gaps, table4_comparison
 
-MODELS = yaml.safe_load((REPO / "params.yaml").read_text())["models"]
+MODELS = read_params(REPO / "params.yaml")["models"]
 #: one xdist worker runs this file, so the session's comparison is built once
 pytestmark = pytest.mark.xdist_group("table4")
 TOLERANCE = 0.05

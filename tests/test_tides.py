@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
 
 from ssmbench.complexity import count_params, mmac
 from ssmbench.config import model_entry
@@ -628,7 +627,7 @@ def test_every_uea6_tides_configuration_keeps_re_lambda_negative(monkeypatch):
     Re Λ below 0 whatever the weights: exp, stable, or standard with clip_eigs. The entry's
     defaults (standard, no clipping) do not, which let MotorImagery's 3,000-step states
     overflow (models/tides.py)."""
-    entry = yaml.safe_load((REPO / "params.yaml").read_text())["models"]["TIDES"]
+    entry = read_params(REPO / "params.yaml")["models"]["TIDES"]
     base = {k: v for k, v in entry.items() if k not in ("dataset_params", "dataset_settings")}
     assert sorted(entry["dataset_params"]) == sorted(UEA6)
     for name, overrides in entry["dataset_params"].items():

@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-import yaml
 from conftest import REPO
 
 from ssmbench.config import ConfigError, Job, check_params, job_spec, suite_grid
@@ -22,10 +21,11 @@ from ssmbench.data.fading_flash import NOISY_NAME, prepare_fading_flash
 from ssmbench.data.store import PreparedDataset
 from ssmbench.models import build_model, model_inputs
 from ssmbench.models.frame import with_time_channel
+from ssmbench.params_file import read_params
 from ssmbench.report.fading_flash import decay_results, fading_flash_decay_figure
 from ssmbench.train.probes import run_probes
 
-PARAMS = yaml.safe_load((REPO / "params.yaml").read_text())
+PARAMS = read_params(REPO / "params.yaml")
 
 
 # --- suites: models per benchmark, settings per model ---------------------------------

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 import torch.nn as nn
-import yaml
 from conftest import REPO
 
 from ssmbench.config import Job, job_spec
@@ -19,6 +18,7 @@ from ssmbench.data.errors import DataError
 from ssmbench.data.store import PreparedDataset
 from ssmbench.models import FAMILIES, model_inputs
 from ssmbench.models.frame import SequenceClassifier
+from ssmbench.params_file import read_params
 from ssmbench.train.protocol import run_job
 
 N, C, L = 48, 2, 12
@@ -80,7 +80,7 @@ def step_echo(monkeypatch):
 
 
 def _spec(folder: Path, model: str, model_params: dict) -> dict:
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params = read_params(REPO / "params.yaml")
     spec = job_spec(params, Job("uea", "BasicMotions", "MS4N", 0), "default")
     spec.update(benchmark="reg", dataset="Toy", model=model, model_params=model_params)
     spec["settings"].update(max_epochs=2, batch_size=16)

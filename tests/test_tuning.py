@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 from conftest import make_project, tool_env
 
 from ssmbench.config import (
@@ -31,6 +30,7 @@ from ssmbench.config import (
     validate_schema,
 )
 from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.params_file import read_params
 from ssmbench.search_space import SearchError, search_of, tuned_is_current, tuned_params
 from ssmbench.train.tune import run_search
 
@@ -72,7 +72,7 @@ def project(tmp_path_factory) -> Path:
 
 
 def _params(project: Path) -> dict:
-    params = yaml.safe_load((project / "params.yaml").read_text())
+    params = read_params(project / "params.yaml")
     for key in ("prepared", "tuned", "tuning", "runs", "checkpoints"):
         params["paths"][key] = str(project / params["paths"][key])
     return params
@@ -141,7 +141,8 @@ def test_search_reads_no_test_row_and_train_cites_the_tuned_file(project, tmp_pa
         cwd=project, env=tool_env(project), capture_output=True, text=True,
     )  # fmt: skip
     assert explain.returncode == 0, explain.stderr
-    assert re.search(rf"^  lr +\S+ +{re.escape(tuned_file)}$", explain.stdout, flags=re.M)
+    lr_line = rf"^  lr +\S+ +tuned file {re.escape(tuned_file)}$"
+    assert re.search(lr_line, explain.stdout, flags=re.M)
     out.unlink()
 
 
@@ -216,7 +217,7 @@ def test_search_killed_mid_trial_resumes_and_meets_its_budget(tmp_path):
 
 
 def _problems(edit) -> str:
-    params = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
+    params = read_params(Path(__file__).parents[1] / "params.yaml")
     _edit(params)
     edit(params["tuning"]["searches"]["MS4"], params)
     with pytest.raises((ConfigError, Exception)) as info:
@@ -247,7 +248,7 @@ def test_bad_searches_are_named_before_any_job(edit, words):
 
 
 def test_a_search_of_an_unknown_model_is_named():
-    params = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
+    params = read_params(Path(__file__).parents[1] / "params.yaml")
     _edit(params)
     params["tuning"]["searches"]["NoSuchModel"] = params["tuning"]["searches"]["MS4"]
     with pytest.raises(ConfigError, match="tuning.searches.NoSuchModel: unknown model"):
@@ -255,7 +256,7 @@ def test_a_search_of_an_unknown_model_is_named():
 
 
 def test_suite_overrides_shrink_the_search():
-    params = yaml.safe_load((Path(__file__).parents[1] / "params.yaml").read_text())
+    params = read_params(Path(__file__).parents[1] / "params.yaml")
     search = search_of(params, "uea6", "TIDES", "tides-bench-preview")
     assert search["n_trials"] == 3 and search["settings"]["max_epochs"] == 3
     assert search_of(params, "uea6", "TIDES", "uea6-paper")["n_trials"] == 100

@@ -21,6 +21,7 @@ import yaml
 
 from ssmbench import cli
 from ssmbench.config import Job, job_spec
+from ssmbench.params_file import read_params
 from ssmbench.train.protocol import run_job
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,7 +33,7 @@ EXPLODING = 10.0
 
 
 def _params(tmp: Path, archive: Path) -> dict:
-    params = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))
+    params = read_params(REPO / "params.yaml")
     for key in ("raw", "prepared", "runs", "logs", "results", "figures", "checkpoints",
                 "settings", "splits", "tuned", "tuning"):  # fmt: skip
         params["paths"][key] = str(tmp / key)
@@ -55,7 +56,7 @@ def motor_imagery_uea6(motor_imagery_archive, tmp_path_factory):
     return params, tmp / "prepared" / "uea6" / "MotorImagery"
 
 
-@pytest.mark.parametrize("model", yaml.safe_load((REPO / "params.yaml").read_text())[
+@pytest.mark.parametrize("model", read_params(REPO / "params.yaml")[
     "suites"][SUITE]["models"])  # fmt: skip
 def test_every_uea6_paper_model_trains_on_real_motor_imagery_values(
     motor_imagery_uea6, tmp_path, model

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-from conftest import REPO, make_project, tool_env
+from conftest import REPO, make_project, tool_env, write_params
+
+from ssmbench.params_file import read_params
 
 pytestmark = pytest.mark.integration
 
@@ -89,9 +90,9 @@ def test_snakemake_tiny_suite_end_to_end(tmp_path):
     shutil.rmtree(project / ".ssmbench" / "settings")
     assert "Nothing to be done" in run([snakemake, "-n", "--cores", "2"], project, env)
     # ...and a changed setting still reruns exactly the runs it changes.
-    params = yaml.safe_load((project / "params.yaml").read_text())
+    params = read_params(project / "params.yaml")
     params["models"]["MS4"]["dropout"] = 0.1
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    write_params(project, params)
     changed = run([snakemake, "-n", "--cores", "2", "runs"], project, env)
     stats = changed[changed.index("Job stats") :]
     assert re.search(r"^train\s+2$", stats, re.M), stats
@@ -348,9 +349,9 @@ def test_tides_datasets_through_the_workflow(tmp_path):
     claims = (project / "results/tables/fading_flash_claims.md").read_text()
     assert "not tested" in claims  # the FF models did not run in this suite
 
-    params = yaml.safe_load((project / "params.yaml").read_text())
+    params = read_params(project / "params.yaml")
     params["suites"]["tides-data"]["benchmark_overrides"]["synthetic"]["generator"]["seed"] = 1
-    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    write_params(project, params)
     changed = run(["snakemake", "-n", "--cores", "2", "runs"], project, env)
     stats = changed[changed.index("Job stats") :]
     for rule, count in (("fetch", 1), ("prepare", 1), ("train", 2)):
@@ -379,7 +380,7 @@ def test_mixed_model_suite_through_the_workflow(tmp_path):
     project = make_project(tmp_path / "proj", mixed)
     env = tool_env(project)
     run(["snakemake", "--cores", "2"], project, env)
-    models = yaml.safe_load((project / "params.yaml").read_text())["suites"]["zoo-mixed"]["models"]
+    models = read_params(project / "params.yaml")["suites"]["zoo-mixed"]["models"]
     for dataset in ("BasicMotions", "JapaneseVowels"):
         for model in models:
             path = project / f"results/runs/uea/{dataset}/{model}/fold0.json"

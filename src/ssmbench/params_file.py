@@ -1,8 +1,14 @@
-"""params.yaml as a file: `read_params` reads it (a YAML syntax error, a key given twice
-in one mapping, an empty file or one that is not a mapping: each named with its line) and
-`validate_schema` checks its shape, the type and range of every value against the JSON
-Schema (workflow/schemas/params.schema.yaml). ``ssmbench.config`` checks the rest and
-builds the suite grid on them; both raise `ConfigError`.
+"""params.yaml as files: `read_params` reads params.yaml and the study files it names
+(``studies``) into one mapping (a YAML syntax error, a key given twice in one mapping, an
+empty file or one that is not a mapping, an entry named in two files: each named with its
+file and line) and `validate_schema` checks its shape, the type and range of every value
+against the JSON Schema (workflow/schemas/params.schema.yaml). ``ssmbench.config`` checks
+the rest and builds the suite grid on them; both raise `ConfigError`.
+
+A study file adds entries to three sections, as if they were written in params.yaml:
+``models``, ``suites`` and ``tuning.searches``; the one mapping holds no ``studies`` key,
+so it can be written back as a params.yaml of its own. A suite's ``benchmarks.<name>:
+all`` is that benchmark's ``datasets`` list.
 """
 
 from __future__ import annotations
@@ -24,15 +30,95 @@ FAST_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_params(path: str | Path = "params.yaml") -> dict:
-    """params.yaml's mapping, before any validation. The Snakefile and the CLI both read it
-    here, so both report a YAML syntax error (file, line, column and the line itself), a
-    key given twice in one mapping (both lines), and a file that is empty or not a mapping,
-    in the same words. Raises ConfigError."""
+    """params.yaml's mapping with its study files' entries in it, before any validation.
+    The Snakefile and the CLI both read it here, so both report a YAML syntax error (file,
+    line, column and the line itself), a key given twice in one mapping (both lines), a
+    file that is empty or not a mapping, and an entry given in two files in the same
+    words. Raises ConfigError."""
+    return read_params_and_files(path)[0]
+
+
+#: where a study file's top-level keys go in the one mapping
+STUDY_SECTIONS = {"models": ("models",), "suites": ("suites",), "tuning": ("tuning", "searches")}
+
+
+def read_params_and_files(path: str | Path = "params.yaml") -> tuple[dict, dict[str, str]]:
+    """`read_params`'s mapping, and for each entry a study file added (``models.TIDES``,
+    ``suites.default``, ``tuning.searches.TIDES``) the file it came from, as named in
+    ``studies``."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(
-            f"{path}: no such params file; run from the project root or pass --params"
+    params = _read_mapping(
+        path,
+        "no such params file; run from the project root or pass --params",
+        _expected_mapping(),
+    )
+    studies = params.pop("studies", None) or []
+    if not isinstance(studies, list) or not all(isinstance(f, str) for f in studies):
+        raise ConfigError(f"{path}: studies: expected a list of file names, got {studies!r}")
+    files: dict[str, str] = {}
+    for name in studies:
+        study = _read_mapping(
+            path.parent / name,
+            f"no such file (named in {path} studies)",
+            "expected a mapping with keys among " + ", ".join(STUDY_SECTIONS),
         )
+        for key, value in study.items():
+            if key not in STUDY_SECTIONS:
+                raise ConfigError(
+                    f"{name}: {key}: a study file holds only {', '.join(STUDY_SECTIONS)}; "
+                    f"put {key} in {path}"
+                )
+            *parents, section = STUDY_SECTIONS[key]
+            if key == "tuning":
+                extra = set(value or {}) - {"searches"}
+                if extra:
+                    raise ConfigError(
+                        f"{name}: tuning.{sorted(extra)[0]}: a study file's tuning holds only "
+                        f"searches; put it in {path}"
+                    )
+                value = (value or {}).get("searches")
+            if not isinstance(value, dict):
+                raise ConfigError(f"{name}: {'.'.join(STUDY_SECTIONS[key])}: expected a mapping")
+            target = params
+            for part in parents:
+                target = target.setdefault(part, {})
+            entries = target.setdefault(section, {})
+            dotted = ".".join(STUDY_SECTIONS[key])
+            for entry, body in value.items():
+                if entry in entries:
+                    first = files.get(f"{dotted}.{entry}", str(path))
+                    raise ConfigError(
+                        f"{name}: {dotted}.{entry} is also given in {first}; keep one"
+                    )
+                entries[entry] = body
+                files[f"{dotted}.{entry}"] = name
+    _expand_all_datasets(params, path)
+    return params, files
+
+
+def _expand_all_datasets(params: dict, path: Path) -> None:
+    """A suite's ``benchmarks.<name>: all`` becomes the benchmark's ``datasets`` list."""
+    for suite_name, suite in (params.get("suites") or {}).items():
+        if not isinstance(suite, dict) or not isinstance(suite.get("benchmarks"), dict):
+            continue
+        for bench, datasets in suite["benchmarks"].items():
+            if datasets != "all":
+                continue
+            known = ((params.get("benchmarks") or {}).get(bench) or {}).get("datasets")
+            if not isinstance(known, list) or not known:
+                raise ConfigError(
+                    f"{path}: suites.{suite_name}.benchmarks.{bench}: all, but benchmarks."
+                    f"{bench} lists no datasets; list them there or name them in the suite"
+                )
+            suite["benchmarks"][bench] = list(known)
+
+
+def _read_mapping(path: Path, missing: str, expected: str) -> dict:
+    """One YAML file's top-level mapping (syntax, duplicate keys, emptiness checked);
+    `missing` and `expected` word the errors of a missing file and of one that holds no
+    mapping."""
+    if not path.is_file():
+        raise ConfigError(f"{path}: {missing}")
     text = path.read_text()
     try:
         node, params = _load_checked(text, path, FAST_SAFE_LOADER)
@@ -45,11 +131,11 @@ def read_params(path: str | Path = "params.yaml") -> dict:
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     if params is None:
-        raise ConfigError(f"{path}: empty; {_expected_mapping()}")
+        raise ConfigError(f"{path}: empty; {expected}")
     if not isinstance(params, dict):
         raise ConfigError(
             f"{path}:{node.start_mark.line + 1}: the file holds a {type(params).__name__}, "
-            f"not a mapping; {_expected_mapping()}"
+            f"not a mapping; {expected}"
         )
     return params
 

@@ -235,9 +235,16 @@ def _leaves(values: Mapping, origins: Mapping) -> list[tuple[str, object, str]]:
     return rows
 
 
-def format_origins(spec: Mapping, suite: str) -> str:
-    """A run's settings and hyperparameters, one per line with the place it came from
-    (``ssmbench explain``), from a spec of `ssmbench.config.job_spec`."""
+def format_origins(
+    spec: Mapping,
+    suite: str,
+    files: Mapping[str, str] | None = None,
+    params_file: str = "params.yaml",
+) -> str:
+    """A run's settings and hyperparameters, one per line with the file and key it came
+    from (``ssmbench explain``), from a spec of `ssmbench.config.job_spec`. ``files``: the
+    study file of each entry a study file adds (`ssmbench.params_file.read_params_and_files`);
+    every other key is ``params_file``'s."""
     import json
 
     run = f"{spec['benchmark']}/{spec['dataset']}/{spec['model']}/fold{spec['fold']}"
@@ -247,11 +254,20 @@ def format_origins(spec: Mapping, suite: str) -> str:
     if tuned.get("missing"):
         lines.append(f"tuned file {tuned['file']}: not written yet; the tune stage's values "
                      "will go over those below")  # fmt: skip
+
+    def where(origin: str) -> str:
+        if origin == tuned.get("file"):
+            return f"tuned file {origin}"
+        for entry, file in (files or {}).items():
+            if origin == entry or origin.startswith(entry + "."):
+                return f"{file}: {origin}"
+        return f"{params_file}: {origin}"
+
     for title, values, origins in (
         ("training settings", spec["settings"], spec["origins"]["settings"]),
         ("model hyperparameters", spec["model_params"], spec["origins"]["model_params"]),
     ):
-        rows = [(k, json.dumps(v), p) for k, v, p in _leaves(values, origins)]
+        rows = [(k, json.dumps(v), where(p)) for k, v, p in _leaves(values, origins)]
         width_key = max((len(k) for k, _, _ in rows), default=0)
         width_value = max((len(v) for _, v, _ in rows), default=0)
         lines += ["", title]

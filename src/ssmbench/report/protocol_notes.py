@@ -45,7 +45,11 @@ BLOCK_READING_NOTE = (
 
 
 def _loaded(value):
-    return json.loads(value) if isinstance(value, str) else value
+    """A record's JSON column as its value; None where the record has none (a frame of
+    records of which only some have the column holds NaN there)."""
+    if isinstance(value, str):
+        return json.loads(value)
+    return value if isinstance(value, dict) else None
 
 
 def _block_read(records: pd.DataFrame) -> int:

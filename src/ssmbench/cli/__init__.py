@@ -1,0 +1,96 @@
+"""`ssmbench` command line: what the Snakemake rules and DVC stages call.
+
+    ssmbench check                      validate params.yaml, print the suite's grid size
+    ssmbench grid                       list the suite's jobs
+    ssmbench fetch   --benchmark B --dataset D [--force]
+    ssmbench prepare --benchmark B --dataset D
+    ssmbench split   --benchmark B --dataset D --fold K [--out DIR]
+    ssmbench train   --benchmark B --dataset D --model M --fold K
+    ssmbench explain --benchmark B --dataset D --model M [--fold K] [--format table|json]
+    ssmbench report  [--list-outputs | --show-tables | --published]
+    ssmbench complexity --channels C --classes K --length L | --table4 [--csv F]
+    ssmbench datasets [--benchmark B] [--domain D] [--format table|csv]
+    ssmbench status  [--suite S] [--state STATE ...] [--format table|csv|json]
+    ssmbench plan    [--suite S] [--epochs max|records] [--cpu-machine M] [--gpu-machine M]
+                     [--check [DIR]]
+
+Every command but `datasets` reads params.yaml (--params) and the suite (--suite, default:
+params.yaml's `suite`); `datasets` prints the dataset catalog and reads no config.
+Errors in the inputs exit with status 2 and one message naming what is wrong.
+--benchmark, --dataset, --model and --suite are names, never paths (ssmbench.data.names),
+and must be entries of params.yaml; `train --record` may only name the run's own record
+under paths.runs; nothing is read or written before they are checked, and no command
+writes outside the roots that params.yaml's `paths` name.
+
+Each command's parser (``add_parser``) and body live in the module named for it: `ssmbench
+plan` in ssmbench/cli/plan.py; fetch, prepare and split in data.py, check and grid in
+check.py; common.py holds what they share.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ssmbench.cli import (
+    check,
+    complexity,
+    data,
+    datasets,
+    explain,
+    plan,
+    report,
+    status,
+    train,
+    tune,
+)
+from ssmbench.cli.common import log
+
+__all__ = ["build_parser", "main"]
+
+#: The command modules, in the order `ssmbench --help` lists their commands. Each one's
+#: ``add_parser(sub)`` adds its commands' parsers, whose ``func`` is the command.
+COMMANDS = (check, data, train, tune, report, complexity, datasets, explain, status, plan)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="ssmbench", description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--params", default="params.yaml", help="the config file (default: %(default)s)"
+    )
+    parser.add_argument("--suite", default=None, help="suite name (default: params.yaml's `suite`)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module in COMMANDS:
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from ssmbench.config import ConfigError
+    from ssmbench.data.errors import DataError
+    from ssmbench.report.errors import RecordError
+    from ssmbench.search_space import SearchError
+
+    try:
+        return args.func(args)
+    except (ConfigError, DataError, RecordError, SearchError, FileNotFoundError) as exc:
+        # Bad input: one message naming the file or field. Anything else is a bug and
+        # keeps its traceback.
+        log(f"ssmbench {args.command}: error: {exc}")
+        return 2
+    except BrokenPipeError:
+        # The reader stopped early (`ssmbench complexity --table4 | head`): no traceback,
+        # and nothing more for Python to flush into the closed pipe at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except Exception as exc:
+        # A run that diverged (non-finite loss) is neither bad input nor a bug: one line,
+        # exit 1. Only a run that imported the checks can raise it, so torch is not loaded
+        # here for other commands.
+        checks = sys.modules.get("ssmbench.train.checks")
+        if checks is None or not isinstance(exc, checks.DivergedError):
+            raise
+        log(f"ssmbench {args.command}: error: {exc}")
+        return 1

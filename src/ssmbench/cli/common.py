@@ -1,0 +1,69 @@
+"""What the commands share: messages on stderr, params.yaml loaded after the name arguments
+are checked, the checks of --benchmark/--dataset/--model against params.yaml, the roots a
+command may write under, and a command's own --suite."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def log(message: str) -> None:
+    """One message on stderr, flushed: a command's notices and errors; stdout is its output."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def load(args):
+    """params.yaml (--params) with its suite (--suite), once the name arguments are checked."""
+    from ssmbench.config import load_params
+
+    check_names(args)
+    return load_params(args.params, suite=args.suite)
+
+
+def check_names(args) -> None:
+    """--benchmark, --dataset, --model and --suite become path components: each must be a
+    plain name (ssmbench.data.names), checked before any file is read or written."""
+    from ssmbench.config import ConfigError
+    from ssmbench.data.names import name_problem
+
+    for kind in ("benchmark", "dataset", "model", "suite"):
+        value = getattr(args, kind, None)
+        if value is not None and (problem := name_problem(kind, value)) is not None:
+            raise ConfigError(f"--{kind}: {problem}")
+    if getattr(args, "fold", 0) < 0:
+        raise ConfigError(f"--fold: {args.fold} is not a fold number (an integer >= 0)")
+
+
+def check_known(args, params) -> None:
+    """--benchmark, --dataset (and --model) name entries of params.yaml."""
+    from ssmbench.config import ConfigError, unknown_name
+
+    model = getattr(args, "model", None)
+    unknown = unknown_name(params, args.benchmark, args.dataset, model, source=args.params)
+    if unknown is not None:
+        kind, why = unknown
+        raise ConfigError(f"--{kind}: {why}")
+
+
+def inside(path: Path, params: dict, root_key: str) -> Path:
+    """`path`, refused if it resolves (symbolic links followed) outside paths.<root_key>:
+    a command writes only under the configured roots."""
+    from ssmbench.config import ConfigError
+
+    root = Path(params["paths"][root_key]).resolve()
+    if not path.resolve().is_relative_to(root):
+        raise ConfigError(
+            f"{path}: resolves to {path.resolve()}, outside paths.{root_key} ({root}); "
+            f"a command writes only under the roots that params.yaml's paths name"
+        )
+    return path
+
+
+def add_suite_argument(parser: argparse.ArgumentParser) -> None:
+    """--suite after the command too (`ssmbench plan --suite S`), as well as before it: left
+    out, the global --suite (or params.yaml's `suite`) stands."""
+    parser.add_argument(
+        "--suite", default=argparse.SUPPRESS, help="suite name (default: params.yaml's `suite`)"
+    )

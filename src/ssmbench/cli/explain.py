@@ -1,0 +1,47 @@
+"""`ssmbench explain`: one run's training settings and model hyperparameters, each with the
+place it came from."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ssmbench.cli.common import add_suite_argument, check_known, load
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "explain",
+        help="one run's training settings and model hyperparameters, each with the "
+        "params.yaml key (or tuned file) it came from",
+    )
+    add_suite_argument(p)
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--fold", type=int, default=0, help="fold (default 0)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.set_defaults(func=cmd_explain)
+
+
+def cmd_explain(args) -> int:
+    """One run's resolved training settings and hyperparameters, each with the params.yaml
+    key (or tuned file) it came from (ssmbench.precedence): `git config --show-origin`
+    for a run."""
+    from ssmbench.config import Job, job_spec
+    from ssmbench.params_file import read_params_and_files
+    from ssmbench.precedence import format_origins
+
+    params = load(args)
+    check_known(args, params)
+    folder = Path(args.params).parent  # the study files are named relative to it
+    files = {k: str(folder / f) for k, f in read_params_and_files(args.params)[1].items()}
+    spec = job_spec(params, Job(args.benchmark, args.dataset, args.model, args.fold))
+    if args.format == "json":
+        keys = ("benchmark", "dataset", "model", "fold", "settings", "model_params", "origins")
+        print(json.dumps({"suite": params["suite"], **{k: spec[k] for k in keys},
+                          "tuned": spec.get("tuned")}, indent=1))  # fmt: skip
+    else:
+        sys.stdout.write(format_origins(spec, params["suite"], files, str(args.params)))
+    return 0

@@ -1,0 +1,84 @@
+"""`ssmbench plan`: what a suite will cost before anything is submitted, and (--check) the
+estimate beside the measured training time of existing records."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ssmbench.cli.common import add_suite_argument, load
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "plan",
+        help="what the suite will cost: runs, jobs, CPU- and GPU-hours per size class and "
+        "model, the runs over their runtime (from the calibration table; reads no dataset)",
+    )
+    add_suite_argument(p)
+    p.add_argument(
+        "--epochs", choices=("max", "records"), default="max",
+        help="max: every run to max_epochs (an upper bound; default); records: the median "
+        "epochs of the suite's existing records of the same benchmark and model",
+    )  # fmt: skip
+    p.add_argument("--cpu-machine", help="the calibration table's CPU machine for CPU runs")
+    p.add_argument("--gpu-machine", help="the calibration table's GPU machine for GPU runs")
+    p.add_argument("--table", help="another calibration table (default: the package's)")
+    p.add_argument(
+        "--check", nargs="?", const="", default=None, metavar="DIR",
+        help="also the estimate beside the measured train_seconds of existing records: the "
+        "suite's (no DIR) or every record under DIR",
+    )  # fmt: skip
+    p.set_defaults(func=cmd_plan)
+
+
+def cmd_plan(args) -> int:
+    """The bill of a suite before anything is submitted (ssmbench.plan): runs, jobs,
+    CPU- and GPU-hours per size class and model, the runs over their runtime; --check:
+    the estimate beside the measured training time of existing records."""
+    from ssmbench.plan import estimate, estimate_error, format_bill, format_error
+    from ssmbench.step_costs import TABLE, StepCosts
+
+    params = load(args)
+    costs = StepCosts.load(args.table or TABLE)
+    bill = estimate(params, costs, cpu_machine=args.cpu_machine, gpu_machine=args.gpu_machine,
+                    epochs_from=args.epochs)  # fmt: skip
+    print(format_bill(bill, params))
+    if args.check is not None:
+        records = _plan_check_records(params, args.check)
+        machine = bill.machines["cpu"]
+        cpu = [r for r in records if r.get("device") != "cuda"]
+        gpu = [r for r in records if r.get("device") == "cuda"]
+        print()
+        where = args.check or f"{params['paths']['runs']} (suite {params['suite']})"
+        print(f"The estimate against {len(records)} records of {where}:")
+        checks = estimate_error(cpu, costs, machine, params) if machine else []
+        if gpu and bill.machines["cuda"]:
+            checks += estimate_error(gpu, costs, bill.machines["cuda"], params)
+        print(format_error(checks))
+    return 0
+
+
+def _plan_check_records(params: dict, folder: str) -> list[dict]:
+    """The records to check the estimate against: the suite's under paths.runs (``""``),
+    or every run record (``*.json`` with ``train_seconds``) under ``folder``."""
+    from ssmbench.config import ConfigError, suite_grid
+
+    if folder:
+        root = Path(folder)
+        if not root.is_dir():
+            raise ConfigError(f"plan --check {folder}: not a folder")
+        paths = sorted(root.rglob("*.json"))
+    else:
+        paths = [job.record_path(params["paths"]["runs"]) for job in suite_grid(params)]
+    records = []
+    for path in paths:
+        if not path.is_file():
+            continue
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise ConfigError(f"{path}: not a readable run record ({exc})") from None
+        if isinstance(record, dict) and "train_seconds" in record:
+            records.append(record)
+    return records

@@ -1,0 +1,113 @@
+"""`ssmbench train`: one run, one model on one fold of one dataset, into its record."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from ssmbench.cli.common import check_known, check_names, inside, load, log
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("train", help="one run: one model on one fold of one dataset")
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--fold", required=True, type=int)
+    p.add_argument("--record", help="record path (default: the contract's path under paths.runs)")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--max-epochs", type=int, default=None, help="cap epochs (smoke tests only)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="train even if the record is current (made with these settings and code)",
+    )
+    p.add_argument(
+        "--fast-malloc",
+        action="store_true",
+        help="keep large freed buffers in the heap: faster long sequences, higher peak memory "
+        "(see ssmbench.train.MALLOC_ENV)",
+    )
+    p.set_defaults(func=cmd_train)
+
+
+def cmd_train(args) -> int:
+    """One run. SIGTERM/SIGUSR1 are caught first thing (ssmbench.train.stop imports no
+    torch): one during the seconds of imports and set-up stops the job with the resumable
+    exit status too, and says so."""
+    from ssmbench.train.stop import StopRequest, TrainingInterrupted
+
+    stop = StopRequest(log, immediate=True, when="before training started")
+    try:
+        with stop:
+            return _train(args, stop)
+    except TrainingInterrupted as stopped:
+        log(f"ssmbench train: {stopped}")
+        return stopped.code
+
+
+def _train(args, stop) -> int:
+    from ssmbench.train import restart_with_malloc_env
+
+    check_names(args)
+    if args.fast_malloc:  # before torch is imported: the re-executed process pays it once
+        restart_with_malloc_env(["-m", "ssmbench.cli", *sys.argv[1:]])
+    from ssmbench.config import Job, job_spec
+    from ssmbench.staleness import record_state
+    from ssmbench.train.checkpoint import checkpoint_path
+    from ssmbench.train.protocol import run_job
+    from ssmbench.train.record import RecordWriteError
+
+    params = load(args)
+    check_known(args, params)
+    job = Job(args.benchmark, args.dataset, args.model, args.fold)
+    spec = job_spec(params, job)
+    if (spec.get("tuned") or {}).get("missing"):
+        from ssmbench.config import ConfigError
+
+        raise ConfigError(
+            f"{spec['tuned']['file']}: {args.model} is tuned on {args.benchmark} "
+            f"(params.yaml tuning.searches) but has no tuned parameters yet; run the tune "
+            f"stage first: `ssmbench tune --benchmark {args.benchmark} --dataset "
+            f"{args.dataset} --model {args.model}`"
+        )
+    if args.max_epochs:
+        spec["settings"]["max_epochs"] = args.max_epochs
+    record = _record_path(args, params, job)
+    if not args.force and record_state(record, spec).current:
+        # a retried group job or a workflow-code change runs a finished run again
+        log(f"{datetime.now().astimezone().isoformat(timespec='seconds')} {record} is current: "
+            "kept, not trained again")  # fmt: skip
+        return 0
+    # The run's checkpoint (resume after SIGTERM/SIGUSR1, a time limit or a hard kill) is
+    # paths.checkpoints/{benchmark}/{dataset}/{model}/fold{k}.pt: no rule passes it.
+    checkpoint = inside(checkpoint_path(params["paths"]["checkpoints"], job), params, "checkpoints")
+    try:
+        result = run_job(
+            spec, record, threads=args.threads, log=log, checkpoint_path=checkpoint, stop=stop
+        )
+    except RecordWriteError as exc:  # a full disk: the previous record is kept
+        kept = f"; checkpoint {checkpoint} kept, a retry only tests" if checkpoint.is_file() else ""
+        log(f"ssmbench train: error: {exc}{kept}")
+        return 1
+    log(f"wrote {record}: test_error={result['test_error']:.4f} best_epoch={result['best_epoch']}")
+    return 0
+
+
+def _record_path(args, params, job) -> Path:
+    """The run's record: the contract's path under paths.runs. --record (what the train
+    rule passes) must name that same file: status, the report and the staleness check
+    read a run's record there, and nowhere else."""
+    from ssmbench.config import ConfigError
+
+    own = inside(job.record_path(params["paths"]["runs"]), params, "runs")
+    if args.record is None:
+        return own
+    if Path(args.record).resolve() != own.resolve():
+        raise ConfigError(
+            f"--record: {args.record} is not the record of {job.benchmark}/{job.dataset}/"
+            f"{job.model}/fold{job.fold}, which is {own} (paths.runs in {args.params}); "
+            "leave --record out or pass that path"
+        )
+    return Path(args.record)

@@ -1,0 +1,72 @@
+"""`ssmbench tune`: one hyperparameter search (Optuna, validation only) and its tuned
+file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ssmbench.cli.common import check_known, inside, load, log
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "tune", help="one hyperparameter search (Optuna, validation only) -> its tuned file"
+    )
+    p.add_argument("--benchmark", required=True)
+    p.add_argument("--dataset", required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument(
+        "--force", action="store_true", help="search again even if the tuned file is current"
+    )
+    p.set_defaults(func=cmd_tune)
+
+
+def cmd_tune(args) -> int:
+    """One search: an Optuna study of one (benchmark, dataset, model) on its search's fold,
+    validation metric only, then its tuned file. Resumes the study it finds; several
+    workers may run it at once on one study. SIGTERM/SIGUSR1: the trial in progress is
+    queued again and the exit status says resume."""
+    from ssmbench.train.stop import StopRequest, TrainingInterrupted
+
+    stop = StopRequest(log, immediate=True, when="before tuning started")
+    try:
+        with stop:
+            return _tune(args, stop)
+    except TrainingInterrupted as stopped:
+        log(f"ssmbench tune: {stopped}")
+        return stopped.code
+
+
+def _tune(args, stop) -> int:
+    from ssmbench.config import TRAINING_KEYS, ConfigError, Job, tuned_path, untuned_spec
+    from ssmbench.search_space import search_of, tuned_is_current
+    from ssmbench.train.tune import run_search
+
+    params = load(args)
+    check_known(args, params)
+    search = search_of(params, args.benchmark, args.model)
+    if search is None:
+        raise ConfigError(
+            f"--model {args.model}: not tuned on benchmark {args.benchmark!r}; add it to "
+            f"tuning.searches.{args.model}.benchmarks in {args.params}"
+        )
+    job = Job(args.benchmark, args.dataset, args.model, int(search["fold"]))
+    base = untuned_spec(params, job)
+    tuned = inside(tuned_path(params, job), params, "tuned")
+    if not args.force and tuned_is_current(tuned, search, base):
+        log(f"{tuned} is current (same search and run): kept, not tuned again")
+        return 0
+    tuning = params["tuning"]
+    journal = inside(
+        Path(params["paths"]["tuning"]) / args.benchmark / args.dataset / f"{args.model}.journal",
+        params, "tuning",
+    )  # fmt: skip
+    result = run_search(
+        base, search, training_keys=TRAINING_KEYS, storage=tuning["storage"],
+        journal_path=journal, tuned_path=tuned, stale_after_s=float(tuning["stale_after_s"]),
+        threads=args.threads, log=log, stop=stop,
+    )  # fmt: skip
+    log(f"tuned {args.benchmark}/{args.dataset}/{args.model}: {result['metric']} "
+        f"{result['best_value']:.6g} after {result['n_complete']} complete trials")  # fmt: skip
+    return 0
