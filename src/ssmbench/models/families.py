@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .convtran import ConvTranClassifier
 from .estimators import ExtraTreesModel, HydraModel, QuantModel
-from .fcn import FCNClassifier
+from .fcn import FCNClassifier, MonsterFCNClassifier
 from .inception import HInceptionClassifier
 from .linodenet import LinODEnetModel
 from .logncde import LogNCDEClassifier
@@ -31,6 +31,7 @@ FAMILIES: dict[str, type] = {
     "gru": GRUClassifier,
     "lstm": LSTMClassifier,
     "fcn": FCNClassifier,
+    "fcn_monster": MonsterFCNClassifier,
     "hinception": HInceptionClassifier,
     "transformer": TransformerClassifier,
     "informer": InformerClassifier,

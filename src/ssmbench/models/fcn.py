@@ -18,8 +18,9 @@ Sources
   averaged (192 C + 24,768 + 385 K parameters, ~30k). The paper's MONSTER FCN errors are
   that repository's results (29 of 29 datasets equal its workbook), but Table 4's FCN
   parameters are the Wang et al. network's (EEG: 278,259 published, 278,274 here, 28,226
-  for MONSTER's ``FCN.py``), so the Wang et al. network is what is built here
-  (docs/reproduced.md, "Causes").
+  for MONSTER's ``FCN.py``), so the Wang et al. network is what ``FCN`` builds; the
+  MONSTER network is ``FCN-MONSTER`` (``MonsterFCNClassifier`` below), run beside it
+  (docs/reproduced.md, the zoo at the paper's protocol).
 
 Architecture (x: (B, C, L) float32 -> logits (B, K); F = n_filters = 128)
 --------------------------------------------------------------------------
@@ -71,7 +72,7 @@ import torch.nn as nn
 
 from .frame import MeanOverSteps, SequenceClassifier
 
-__all__ = ["FCNClassifier"]
+__all__ = ["FCNClassifier", "MonsterFCNClassifier"]
 
 
 def _block(c_in: int, c_out: int, kernel_size: int) -> nn.Sequential:
@@ -125,3 +126,45 @@ class FCNClassifier(SequenceClassifier):
         x = self.features(x)  # (B, F, L)
         return self.readout(x.transpose(-1, -2))  # (B, K)
 
+
+class MonsterFCNClassifier(SequenceClassifier):
+    """The MONSTER benchmark's ``FCN`` (Navidfoumani/monster@accc5b5
+    ``models/deep_learning/FCN.py``:4-24), the network its training code builds for
+    ``FCN`` (``models/model_factory.py``), which the MS4N authors' runner imports.
+
+    Architecture (x: (B, C, L) float32 -> logits (B, K)), every convolution with bias,
+    ``padding='valid'``, no normalisation::
+
+        x = ReLU(Conv1d(C,   64,  3)(x))      (B, 64,  L - 2)
+        x = ReLU(Conv1d(64,  128, 3)(x))      (B, 128, L - 4)
+        x = Conv1d(128, K, 3)(x)              (B, K,   L - 6)
+        logits = mean over steps               (B, K)
+
+    Parameters: 192 C + 24,768 + 385 K (C = 14, K = 2: 28,226). Kept beside the Wang et al.
+    FCN above as its own entry (``FCN-MONSTER``): the MS4N paper's MONSTER FCN errors are
+    this network's, its Table 4 parameters the Wang et al. network's, and which one made
+    its UEA FCN column is not stated (docs/reproduced.md, the zoo's causes).
+
+    Deviation: a series shorter than 7 steps (three valid kernels of 3 need 7) is
+    zero-padded on the right to 7 steps, where the reference fails; no dataset of either
+    study is that short.
+    """
+
+    GROUP = "CNN"
+    #: the smallest length three valid kernels of 3 accept
+    MIN_STEPS = 7
+
+    def __init__(self, n_channels: int, n_classes: int, length: int | None = None) -> None:
+        super().__init__(n_channels, n_classes, length)
+        self.features = nn.Sequential(
+            nn.Conv1d(n_channels, 64, 3),  # (B, 64, L - 2)
+            nn.ReLU(),
+            nn.Conv1d(64, 128, 3),  # (B, 128, L - 4)
+            nn.ReLU(),
+            nn.Conv1d(128, n_classes, 3),  # (B, K, L - 6)
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] < self.MIN_STEPS:
+            x = nn.functional.pad(x, (0, self.MIN_STEPS - x.shape[-1]))
+        return self.features(x).mean(dim=-1)  # (B, K)
