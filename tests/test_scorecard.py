@@ -227,12 +227,29 @@ def test_uea6_s5_logncde_is_scored_against_the_log_ncde_benchmarks_s5(tmp_path):
 
 
 def test_a_physiome_model_of_ours_that_reimplements_a_leaderboard_one_is_scored():
-    published = published_counterparts(uea6_as={}, physiome_as={"LinODEnet-ours": "LinODENet"})
+    published = published_counterparts(
+        uea6_as={}, physiome_as={"LinODEnet-ours": "LinODENet"}, ms4n_as={}
+    )
     assert set(published["benchmark"]) == {"physiome_ode"} and len(published) == 50
     hod = published.set_index("dataset").loc["HOD01"]
     assert (hod["model"], hod["error"], hod["std"], hod["n_runs"]) == (
         "LinODEnet-ours", 0.441, 0.043, 5)  # fmt: skip
-    assert published_counterparts(uea6_as={}, physiome_as={}).empty
+    assert published_counterparts(uea6_as={}, physiome_as={}, ms4n_as={}).empty
+
+
+def test_fcn_monster_is_scored_against_the_papers_fcn():
+    """The MONSTER code's FCN (FCN-MONSTER) beside the paper's FCN column, on both of its
+    tables; our Wang et al. FCN keeps its own comparison."""
+    published = published_counterparts(uea6_as={}, physiome_as={})
+    assert set(published["model"]) == {"FCN-MONSTER"}
+    assert set(published["benchmark"]) == {"uea", "monster"}
+    libras = published.set_index(["benchmark", "dataset"]).loc[("uea", "Libras")]
+    assert (libras["error"], libras["std"], libras["n_runs"]) == (0.252, 0.033, 40)
+    ours = frame([("uea", "Libras", "FCN-MONSTER", 0.25, 0.01, 2),
+                  ("uea", "Libras", "FCN", 0.033, 0.006, 2)])  # fmt: skip
+    paper = pd.concat([paper_per_dataset(["uea"]), published], ignore_index=True)
+    card = scorecard(ours, paper[paper["dataset"] == "Libras"]).set_index("model")
+    assert card.loc["FCN-MONSTER", "agree"] and not card.loc["FCN", "agree"]
 
 
 def _physiome(cells) -> pd.DataFrame:

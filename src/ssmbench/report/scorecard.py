@@ -3,10 +3,12 @@ both our runs and a published table have, our error beside the published one, th
 difference, a z score, and whether they agree under ``AgreementRule``.
 
 The published cells (``PUBLISHED_SOURCES``): the MS4N paper's Tables 3 (MONSTER) and 5
-(UEA), and, for the TIDES benchmarks, the published cells of a model that one of ours
-reimplements (``published_counterparts``): UEA-6's ``S5-logncde`` and ``LogNCDE`` against
-the Log-NCDE benchmark's S5 and Log-NCDE (error = 1 − accuracy), and on Physiome-ODE our
-``LinODEnet`` (``PHYSIOME_PUBLISHED_AS``) against the leaderboard's LinODENet column.
+(UEA), and the published cells of a model that one of ours reimplements under another name
+(``published_counterparts``): the paper's FCN against ``FCN-MONSTER``, the MONSTER code's
+FCN (``MS4N_PUBLISHED_AS``), beside our Wang et al. ``FCN``; UEA-6's ``S5-logncde`` and
+``LogNCDE`` against the Log-NCDE benchmark's S5 and Log-NCDE (error = 1 − accuracy), and
+on Physiome-ODE our ``LinODEnet`` (``PHYSIOME_PUBLISHED_AS``) against the leaderboard's
+LinODENet column.
 
 Of the Physiome-ODE leaderboard's six only LinODENet is reimplemented here. What a
 researcher asks of the other runs is whether they beat the state of the art:
@@ -34,6 +36,7 @@ import pandas as pd
 
 from ssmbench.io import atomic_write, atomic_write_text
 
+from .outputs import PAPER_BENCHMARKS
 from .physiome_table import (
     DECIMALS as PHYSIOME_DECIMALS,
 )
@@ -50,11 +53,15 @@ from .physiome_table import (
     PUBLISHED_AS as PHYSIOME_TABLE_PUBLISHED_AS,
 )
 from .reference import load_published_uea6
-from .results import PER_DATASET_COLUMNS
+from .results import PER_DATASET_COLUMNS, paper_per_dataset
 from .uea6_table import BENCHMARK as UEA6_BENCHMARK
 from .uea6_table import PUBLISHED_AS as UEA6_PUBLISHED_AS
 
 log = logging.getLogger(__name__)
+
+#: ours -> the MS4N paper's column it is also compared with: FCN-MONSTER, the network the
+#: MONSTER code builds for FCN (docs/reproduced.md, the zoo at the paper's protocol)
+MS4N_PUBLISHED_AS = {"FCN-MONSTER": "FCN"}
 
 CELL_KEYS = ["benchmark", "dataset", "model"]
 SCORECARD_COLUMNS = [
@@ -138,13 +145,20 @@ def _published_frame(rows: list[dict]) -> pd.DataFrame:
 def published_counterparts(
     uea6_as: dict[str, str] = UEA6_PUBLISHED_AS,
     physiome_as: dict[str, str] = PHYSIOME_PUBLISHED_AS,
+    ms4n_as: dict[str, str] = MS4N_PUBLISHED_AS,
 ) -> pd.DataFrame:
-    """A per-dataset frame (``results.PER_DATASET_COLUMNS``) of the TIDES benchmarks'
-    published cells of each model one of ours reimplements, under our model's name so
-    that ``scorecard`` pairs them: ``uea6`` (``uea6_table.PUBLISHED_AS``: error = 1 −
-    accuracy, std as published, ``n_runs`` its seeds) and ``physiome_ode``
+    """A per-dataset frame (``results.PER_DATASET_COLUMNS``) of the published cells of
+    each model one of ours reimplements under another name, under our model's name so
+    that ``scorecard`` pairs them: the MS4N paper's (``ms4n_as``, as printed), ``uea6``
+    (``uea6_table.PUBLISHED_AS``: error = 1 − accuracy, std as published, ``n_runs`` its
+    seeds) and ``physiome_ode``
     (``physiome_as``: error = the leaderboard's MSE, ``n_runs`` 5)."""
     rows = []
+    paper = paper_per_dataset(PAPER_BENCHMARKS)
+    for ours, theirs in sorted(ms4n_as.items()):
+        for r in paper[paper["model"] == theirs].itertuples(index=False):
+            rows.append({"benchmark": r.benchmark, "dataset": r.dataset, "model": ours,
+                         "error": r.error, "std": r.std, "n_runs": r.n_runs})  # fmt: skip
     uea6 = load_published_uea6()
     for ours, theirs in sorted(uea6_as.items()):
         for r in uea6[uea6["model"] == theirs].itertuples(index=False):
