@@ -411,3 +411,19 @@ def test_figure8_datasets_is_allowed_and_removed_report_keys_are_not(params):
         bad["report"][key] = None
         with pytest.raises(ConfigError, match=f"report.{key}: unknown key"):
             validate_schema(bad)
+
+
+def test_dataset_settings_a_source_rejects_are_named_when_params_load(params):
+    """Each benchmark's datasets pass their source's own check (its ``check_recipe``)
+    with the benchmark's settings, before any job: a UEA-6 split that leaves no test
+    rows, a drop-rate dataset not named <Base>Drop."""
+    from ssmbench.config import check_params
+
+    params["benchmarks"]["uea6"]["split"] = {"fractions": [0.9, 0.2]}
+    params["benchmarks"]["uea_drop"]["datasets"].append("EigenWorms")
+    with pytest.raises(ConfigError) as info:
+        check_params(params)
+    message = str(info.value)
+    assert "benchmarks.uea6.datasets: EigenWorms: EigenWorms: bad split settings" in message
+    assert "leave a test split (train + validation < 1)" in message
+    assert "uea_drop.datasets: EigenWorms: EigenWorms: a drop-rate dataset is " in message

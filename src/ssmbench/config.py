@@ -267,7 +267,7 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
                         f"{', '.join(sorted(PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS))})"
                     )
     problems += _batch_range_problems(params)
-    problems += _physiome_dataset_problems(params)
+    problems += _recipe_problems(params)
     problems += tuning_problems(params)
     if problems:
         raise ConfigError(f"{source} has {len(problems)} problem(s):\n  " + "\n  ".join(problems))
@@ -301,22 +301,25 @@ def _batch_range_problems(params: dict) -> list[str]:
     return problems
 
 
-def _physiome_dataset_problems(params: dict) -> list[str]:
-    """Each dataset of a physiome-source benchmark is one its mode can have: one of our
-    generated models, or (mode zenodo) one of the official archive's 50 codes; its
-    settings are valid (ssmbench.data.physiome.settings.resolve_settings)."""
+def _recipe_problems(params: dict) -> list[str]:
+    """Each dataset of a benchmark whose source checks its settings (``check_recipe`` in
+    the source table: a Physiome-ODE model its mode can have, a Fading Flash generator's
+    keys, a UEA-6 split, a drop-rate variant's name) passes that check with the
+    benchmark's settings and its own overrides; a suite's overrides are checked with its
+    datasets (``check_suite_sources``)."""
     from ssmbench.data.errors import DataError
-    from ssmbench.data.physiome.settings import resolve_settings
+    from ssmbench.data.source_registry import SOURCES
 
     problems = []
     for bname, bench in params["benchmarks"].items():
-        if not isinstance(bench, dict) or bench.get("source") != "physiome":
+        source = SOURCES.get(bench.get("source")) if isinstance(bench, dict) else None
+        if source is None or source.check_recipe is None:
             continue
         for dataset in bench.get("datasets") or []:
             settings = copy.deepcopy(bench)
             merge_into(settings, (bench.get("dataset_overrides") or {}).get(dataset) or {})
             try:
-                resolve_settings(dataset, settings)
+                source.check_recipe(dataset, settings)
             except DataError as exc:
                 problems.append(f"benchmarks.{bname}.datasets: {dataset}: {exc}")
     return problems
