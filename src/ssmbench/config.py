@@ -585,8 +585,21 @@ def untuned_spec(params: dict, job: Job, suite: str | None = None) -> dict[str, 
     return _spec(params, job, suite, None)
 
 
+#: the largest run seed (seed_base + fold): numpy's generators take seeds below 2**32
+MAX_SEED = 2**32 - 1
+
+
 def _spec(params: dict, job: Job, suite: str | None, tuned: Tuned | None) -> dict[str, Any]:
     resolved = resolve(params, job.benchmark, job.dataset, job.model, suite, tuned)
+    seed = int(resolved.settings.get("seed_base", 0)) + job.fold
+    if seed > MAX_SEED:
+        raise ConfigError(
+            f"{job.benchmark}/{job.dataset}/{job.model}/fold{job.fold} in suite "
+            f"{suite or params['suite']}: its seed, seed_base "
+            f"({resolved.settings_origin.get('seed_base')}) + fold, is {seed}, above "
+            f"{MAX_SEED} (2**32 - 1, the largest seed numpy takes); use smaller folds or "
+            "seed_base"
+        )
     spec = {
         "benchmark": job.benchmark,
         "dataset": job.dataset,

@@ -5,6 +5,7 @@ command may write under, and a command's own --suite."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -32,8 +33,16 @@ def check_names(args) -> None:
         value = getattr(args, kind, None)
         if value is not None and (problem := name_problem(kind, value)) is not None:
             raise ConfigError(f"--{kind}: {problem}")
-    if getattr(args, "fold", 0) < 0:
-        raise ConfigError(f"--fold: {args.fold} is not a fold number (an integer >= 0)")
+    fold = getattr(args, "fold", 0)
+    if fold < 0:
+        raise ConfigError(f"--fold: {fold} is not a fold number (an integer >= 0)")
+    from ssmbench.config import MAX_SEED
+
+    if fold > MAX_SEED:
+        raise ConfigError(
+            f"--fold: {fold} is above {MAX_SEED}: a run's seed is seed_base + fold, and "
+            "numpy takes seeds below 2**32"
+        )
 
 
 def check_known(args, params) -> None:
@@ -67,3 +76,28 @@ def add_suite_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--suite", default=argparse.SUPPRESS, help="suite name (default: params.yaml's `suite`)"
     )
+
+
+def thread_count(text: str) -> int:
+    """--threads: 1 to this machine's CPU count (torch cannot use more; some builds crash
+    on a count far above it)."""
+    cpus = os.cpu_count() or 1
+    n = _integer(text)
+    if not 1 <= n <= cpus:
+        raise argparse.ArgumentTypeError(f"{n}: give 1 to {cpus} (this machine's CPUs)")
+    return n
+
+
+def epoch_count(text: str) -> int:
+    """--max-epochs: at least 1."""
+    n = _integer(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n}: give at least 1, or leave it out")
+    return n
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None

@@ -6,7 +6,15 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from ssmbench.cli.common import check_known, check_names, inside, load, log
+from ssmbench.cli.common import (
+    check_known,
+    check_names,
+    epoch_count,
+    inside,
+    load,
+    log,
+    thread_count,
+)
 
 
 def add_parser(sub) -> None:
@@ -16,8 +24,10 @@ def add_parser(sub) -> None:
     p.add_argument("--model", required=True)
     p.add_argument("--fold", required=True, type=int)
     p.add_argument("--record", help="record path (default: the contract's path under paths.runs)")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--max-epochs", type=int, default=None, help="cap epochs (smoke tests only)")
+    p.add_argument("--threads", type=thread_count, default=1, help="torch threads (1 to the CPUs)")
+    p.add_argument(
+        "--max-epochs", type=epoch_count, default=None, help="cap epochs (smoke tests only)"
+    )
     p.add_argument(
         "--force",
         action="store_true",
@@ -72,7 +82,7 @@ def _train(args, stop) -> int:
             f"stage first: `ssmbench tune --benchmark {args.benchmark} --dataset "
             f"{args.dataset} --model {args.model}`"
         )
-    if args.max_epochs:
+    if args.max_epochs is not None:
         spec["settings"]["max_epochs"] = args.max_epochs
     record = _record_path(args, params, job)
     if not args.force and record_state(record, spec).current:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ssmbench.cli.common import check_known, inside, load, log
+from ssmbench.cli.common import check_known, inside, load, log, thread_count
 
 
 def add_parser(sub) -> None:
@@ -15,7 +15,7 @@ def add_parser(sub) -> None:
     p.add_argument("--benchmark", required=True)
     p.add_argument("--dataset", required=True)
     p.add_argument("--model", required=True)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=thread_count, default=1, help="torch threads (1 to the CPUs)")
     p.add_argument(
         "--force", action="store_true", help="search again even if the tuned file is current"
     )
