@@ -118,3 +118,28 @@ def test_a_file_and_folder_name_clash_is_refused(tmp_path, members, named):
     with pytest.raises(DataError, match=named):
         safe_extract(archive, tmp_path / "out")
     assert not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.parametrize(
+    "offset, error",
+    [(0, "invalid block type"), (2000, "Bad CRC-32")],  # zlib.error; zipfile.BadZipFile
+)
+def test_a_member_with_a_broken_deflate_stream_is_named_and_nothing_is_left(
+    tmp_path, offset, error
+):
+    """A damaged member (bytes of its deflate stream overwritten: at its first block
+    header zlib fails, later the CRC does) is a DataError naming it, and the extraction
+    leaves none of its files: not the members before it, not the part written of it."""
+    text = b"".join(b"line %d of a long text\n" % i for i in range(200_000))
+    members = [("a.txt", b"fine\n"), ("b.txt", text)]
+    data = bytearray(_zip(tmp_path / "src.zip", members).read_bytes())
+    header = data.find(b"PK\x03\x04", 1)  # the second member's local header
+    name_len, extra_len = struct.unpack_from("<HH", data, header + 26)
+    start = header + 30 + name_len + extra_len
+    data[start + offset : start + offset + 64] = b"\xff" * 64
+    archive = tmp_path / "damaged.zip"
+    archive.write_bytes(bytes(data))
+    target = tmp_path / "out"
+    with pytest.raises(DataError, match=rf"damaged\.zip: member 'b\.txt' is corrupt .*{error}"):
+        safe_extract(archive, target)
+    assert [p for p in target.rglob("*") if p.is_file()] == []

@@ -40,6 +40,7 @@ import urllib.parse
 import urllib.request
 import uuid
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
@@ -323,15 +324,24 @@ def safe_extract(
                             )
                         dst.write(chunk)
             except DataError:
-                for rel in [*out, info.filename]:  # what this call wrote, not the folder
-                    (target / rel).unlink(missing_ok=True)
+                _remove_written(target, [*out, info.filename])
                 raise
-            except (zipfile.BadZipFile, OSError, EOFError) as e:
+            except (zipfile.BadZipFile, OSError, EOFError, zlib.error) as e:
+                # a damaged member (a broken deflate stream: zlib.error): nothing this
+                # call extracted is left behind, the partial member included
+                _remove_written(target, [*out, info.filename])
                 raise DataError(
-                    f"{archive}: member {info.filename!r} is corrupt ({e}); fetch again."
+                    f"{archive}: member {info.filename!r} is corrupt ({e}); nothing was "
+                    "extracted; fetch the archive again."
                 ) from e
             out.append(info.filename)
     return out
+
+
+def _remove_written(target: Path, members: list[str]) -> None:
+    """The files an extraction wrote (not the folder's other files)."""
+    for rel in members:
+        (target / rel).unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- install
