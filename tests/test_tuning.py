@@ -306,3 +306,37 @@ def test_ssmbench_check_names_a_tuned_file_that_does_not_fit(project, tmp_path):
     assert rc.returncode == 2
     assert f"{Path('results/tuned/uea/BasicMotions/MS4.json')}: was tuned for model" in rc.stderr
     assert os.environ.get("NO_SUCH") is None
+
+
+def _journal_with_trials(path: Path) -> list[bytes]:
+    import optuna
+    from optuna.storages import JournalStorage
+    from optuna.storages.journal import JournalFileBackend
+
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    study = optuna.create_study(storage=JournalStorage(JournalFileBackend(str(path))))
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
+    return path.read_bytes().split(b"\n")
+
+
+def test_a_damaged_journal_is_named_with_how_to_start_again(tmp_path, monkeypatch, capsys):
+    """A journal line cut short in the middle of the file (Optuna raised JSONDecodeError
+    from inside its reader) stops `ssmbench tune` with the file and line named; a last
+    line cut short, which Optuna skips, is no error."""
+    from ssmbench.cli import main
+    from ssmbench.search_space import check_journal
+
+    project = make_project(tmp_path / "proj", _edit)
+    journal = project / "results/tuning/uea/BasicMotions/MS4.journal"
+    lines = _journal_with_trials(journal)
+    journal.write_bytes(b"\n".join(lines)[:-5])  # the last entry unfinished: resumable
+    check_journal(journal)
+    lines[2] = lines[2][:10]
+    journal.write_bytes(b"\n".join(lines))
+    monkeypatch.chdir(project)
+    argv = ["tune", "--benchmark", "uea", "--dataset", "BasicMotions", "--model", "MS4"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{journal.relative_to(project)}:3: a damaged Optuna journal" in err
+    assert "Move it aside to start the search again: mv " in err

@@ -257,3 +257,24 @@ def tuned_is_current(tuned_path: Path, search: dict, base_spec: dict) -> bool:
         and tuned.get("search") == search
         and tuned.get("search_digest") == search_digest(search, base_spec)
     )
+
+
+def check_journal(path: Path) -> None:
+    """A search's Optuna journal (one JSON entry a line) that a search can resume from:
+    every finished line parses (an unfinished last line, a write cut short, is one Optuna
+    skips). Raises SearchError naming the file, the line and how to start again."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    with open(path, "rb") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.endswith(b"\n"):
+                return  # the last line, unfinished: Optuna skips it
+            try:
+                json.loads(line)
+            except ValueError as exc:
+                raise SearchError(
+                    f"{path}:{number}: a damaged Optuna journal (the line is not one whole "
+                    f"JSON entry: {exc}); the search cannot resume from it. Move it aside to "
+                    f"start the search again: mv {path} {path}.damaged"
+                ) from None

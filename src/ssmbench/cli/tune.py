@@ -40,7 +40,7 @@ def cmd_tune(args) -> int:
 
 def _tune(args, stop) -> int:
     from ssmbench.config import TRAINING_KEYS, ConfigError, Job, tuned_path, untuned_spec
-    from ssmbench.search_space import search_of, tuned_is_current
+    from ssmbench.search_space import check_journal, search_of, tuned_is_current
     from ssmbench.train.tune import run_search
 
     params = load(args)
@@ -62,6 +62,7 @@ def _tune(args, stop) -> int:
         Path(params["paths"]["tuning"]) / args.benchmark / args.dataset / f"{args.model}.journal",
         params, "tuning",
     )  # fmt: skip
+    check_journal(journal)
     result = run_search(
         base, search, training_keys=TRAINING_KEYS, storage=tuning["storage"],
         journal_path=journal, tuned_path=tuned, stale_after_s=float(tuning["stale_after_s"]),
