@@ -316,3 +316,21 @@ def test_sources_fetch_and_prepare_from_xz_only(archives, tmp_path):
     mtime = (raw / NAME / TRAIN).stat().st_mtime_ns
     assert sources.fetch(NAME, raw, settings) == prov
     assert (raw / NAME / TRAIN).stat().st_mtime_ns == mtime
+
+
+def test_a_symbolic_link_out_of_the_archive_folder_is_refused(bad_archive, tmp_path):
+    """An archive file that links outside archive_dir (to /etc/passwd, say) is refused,
+    named, and nothing is copied into the raw folder; a good copy there is kept."""
+    outside = tmp_path / "outside" / f"{TRAIN}.xz"
+    outside.parent.mkdir()
+    (bad_archive / NAME / f"{TRAIN}.xz").rename(outside)
+    (bad_archive / NAME / f"{TRAIN}.xz").symlink_to(outside)
+    message = _refused(bad_archive, tmp_path / "raw", rf"{TRAIN}\.xz: a symbolic link to a "
+                       r"file outside archive_dir")  # fmt: skip
+    assert str(outside) not in message  # names the link, not where it leads
+    # a link inside the archive folder is a file of the archive: accepted
+    (bad_archive / NAME / f"{TRAIN}.xz").unlink()
+    inside = bad_archive / f"{TRAIN}.xz"
+    outside.rename(inside)
+    (bad_archive / NAME / f"{TRAIN}.xz").symlink_to(inside)
+    fetch_uea(NAME, tmp_path / "raw" / "linked", archive_dir=bad_archive, download=False)

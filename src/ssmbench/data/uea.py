@@ -114,11 +114,20 @@ def _expected_sums(root: Path, name: str) -> tuple[dict[str, str], str | None]:
 
 
 def _archive_file(src_dir: Path, fname: str) -> Path | None:
-    """The file read for ``fname`` in an archive folder: ``fname``, ``fname.xz`` or
-    ``fname.gz``, the first that exists; None if none does."""
+    """The file read for ``fname`` in an archive folder ``<archive_dir>/<name>``:
+    ``fname``, ``fname.xz`` or ``fname.gz``, the first that exists; None if none does. A
+    file that resolves (through symbolic links) outside ``archive_dir`` is refused: a link
+    could bring any file of the machine into the raw folder."""
     for suffix in ARCHIVE_SUFFIXES:
-        if (src_dir / (fname + suffix)).is_file():
-            return src_dir / (fname + suffix)
+        path = src_dir / (fname + suffix)
+        if path.is_file():
+            root = src_dir.parent.resolve()
+            if not path.resolve().is_relative_to(root):
+                raise DataError(
+                    f"{path}: a symbolic link to a file outside archive_dir ({root}); put "
+                    "the file itself in the archive folder"
+                )
+            return path
     return None
 
 
