@@ -225,6 +225,25 @@ def test_truncated_ts_names_the_file(tmp_path):
     assert not (tmp_path / "out" / "BasicMotions").exists()
 
 
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        # BasicMotions has 6 channels: a header saying univariate contradicts them
+        (lambda t: t.replace("@univariate false", "@univariate true"),
+         r"line \d+: 6 channels but the header says @univariate true"),
+        # a foreign first line: named by its number and length, never quoted
+        (lambda t: "root:x:0:0:root:/root:/bin/bash\n" + t,
+         r"line 1: expected a header tag \(@\.\.\.\) or @data, found a line of 31 "),
+    ],
+)  # fmt: skip
+def test_a_header_that_contradicts_the_data_is_named_without_quoting_the_file(tmp_path, edit, says):
+    p = tmp_path / "BasicMotions_TRAIN.ts"
+    p.write_text(edit((_bundled("BasicMotions") / p.name).read_text(encoding="utf-8")))
+    with pytest.raises(DataError, match=says) as err:
+        read_ts(p)
+    assert "root:x" not in str(err.value)
+
+
 def test_nan_inside_a_series_is_an_error(tmp_path):
     p = tmp_path / "BasicMotions_TRAIN.ts"
     shutil.copyfile(_bundled("BasicMotions") / p.name, p)

@@ -449,9 +449,9 @@ def read_ts(path: str | os.PathLike) -> TsFile:
                 continue
             if not in_data:
                 if not line.startswith("@"):
-                    raise DataError(
+                    raise DataError(  # the line is not quoted: never a file's content
                         f"{path}: line {lineno}: expected a header tag (@...) or @data, "
-                        f"found {line[:60]!r}. {hint}"
+                        f"found a line of {len(line)} characters that is neither. {hint}"
                     )
                 tokens = line.split()
                 key = tokens[0][1:].lower()
@@ -493,6 +493,12 @@ def read_ts(path: str | os.PathLike) -> TsFile:
                     )
                 if n_channels == 0:
                     raise DataError(f"{path}: line {lineno}: no ':'-separated channels. {hint}")
+                univariate = header.get("univariate", "").lower()
+                if univariate == "true" and n_channels != 1:
+                    raise DataError(
+                        f"{path}: line {lineno}: {n_channels} channels but the header says "
+                        f"@univariate true. {hint}"
+                    )
             if len(chans) != n_channels:
                 raise DataError(
                     f"{path}: line {lineno} (case {len(series) + 1}): {len(chans)} channels, "
