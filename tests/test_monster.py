@@ -522,3 +522,21 @@ def test_capital_y_from_a_local_dir(hub_env, tmp_path):
     assert f"{NAME}/{NAME}_Y.npy" in prov["raw_files"]
     out = prepare_monster(NAME, tmp_path / "raw", tmp_path / "prep")
     assert np.load(out / "y.npy").shape == y.shape
+
+
+def test_an_array_stored_n_l_c_is_refused_not_prepared_as_n_c_l(hub_env, tmp_path):
+    """UCIActivity has C = 9 channels of L = 128 steps: an X of shape (N, 128, 9) is the
+    layout the other way round (it prepared as 128 channels of 9 steps)."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((10, 128, 9)).astype(np.float32)
+    y = rng.choice(LABELS, size=10).astype(np.int64)
+    files = {"UCIActivity_X.npy": npy_bytes(X), "UCIActivity_y.npy": npy_bytes(y)}
+    for k, fold in enumerate(np.array_split(np.arange(10), 5)):
+        files[f"test_indices_fold_{k}.txt"] = "".join(f"{i}\n" for i in fold).encode()
+    write_files(tmp_path / "local" / "UCIActivity", files)
+    fetch_monster("UCIActivity", tmp_path / "raw", local_dir=tmp_path / "local")
+    says = (r"UCIActivity_X\.npy: shape \(10, 128, 9\) is \(N, L, C\) for UCIActivity, "
+            r"whose catalog has C = 9 channels of L = 128")  # fmt: skip
+    with pytest.raises(DataError, match=says):
+        prepare_monster("UCIActivity", tmp_path / "raw", tmp_path / "prepared")
+    assert not (tmp_path / "prepared" / "UCIActivity").exists()

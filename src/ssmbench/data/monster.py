@@ -575,6 +575,13 @@ def prepare_monster(
     if dtype.kind not in "biuf":
         raise DataError(f"{x_path}: dtype {dtype}; expected floating-point (or integer) values.")
     N, C, L = shape
+    info = MONSTER_DATASETS.get(name) or {}
+    if C != L and (C, L) == (info.get("L"), info.get("C")):
+        raise DataError(
+            f"{x_path}: shape {tuple(shape)} is (N, L, C) for {name}, whose catalog has "
+            f"C = {info['C']} channels of L = {info['L']} steps; MONSTER's files are "
+            "(N, C, L): transpose the array (np.swapaxes(X, 1, 2)) and fetch it again."
+        )
     link = dtype == np.dtype(np.float32) and not fortran
 
     out_dir.mkdir(parents=True, exist_ok=True)
