@@ -94,3 +94,53 @@ def test_a_fold_whose_test_rows_are_in_its_training_is_an_error(tmp_path):
     write_fold_file(folder / "valid.pt", _arrays(seed=1), (7, 8))
     with pytest.raises(DataError, match="valid.pt: its T differs"):
         read_fold(folder)
+
+
+def _rewritten(path, edit):
+    """The fold file at `path` with its Subset passed through `edit(subset)`: a file of
+    another producer (our writer only writes float32 and integer indices)."""
+    import sys
+
+    cls = type("IMTS_dataset", (), {"__module__": "__main__", "__qualname__": "IMTS_dataset"})
+    main = sys.modules["__main__"]
+    had, old = hasattr(main, "IMTS_dataset"), getattr(main, "IMTS_dataset", None)
+    main.IMTS_dataset = cls
+    try:
+        subset = torch.load(path, weights_only=False)  # our own fixture
+        edit(subset)
+        torch.save(subset, path)
+    finally:
+        if had:
+            main.IMTS_dataset = old
+        else:
+            del main.IMTS_dataset
+    return path
+
+
+def _set(name, value):
+    return lambda subset: setattr(subset.dataset, name, value)
+
+
+@pytest.mark.parametrize(
+    "edit, says",
+    [
+        (_set("X", torch.zeros(10, 6, 3, dtype=torch.complex64)),
+         r"tensor 'X' is torch.complex64; an official file holds real floating-point"),
+        (_set("Y", torch.full((10, 5, 3), 1e300, dtype=torch.float64)),
+         r"tensor 'Y' \(torch.float64\) has finite values beyond float32's range"),
+        (_set("T", torch.zeros(10, 6, dtype=torch.int64)),
+         r"tensor 'T' is torch.int64; an official file holds real floating-point"),
+        (lambda subset: setattr(subset, "indices", [0.0, 1.7, 2.2]),
+         r"the split's indices are float64, not integers; refused rather than truncated"),
+    ],
+)  # fmt: skip
+def test_tensors_that_would_be_coerced_are_refused(tmp_path, edit, says):
+    """Complex values (their imaginary part dropped), float64 beyond float32 (inf),
+    integer times and float indices (truncated) are refused, not coerced."""
+    path = _rewritten(write_fold_file(tmp_path / "train.pt", _arrays(), range(10)), edit)
+    with pytest.raises(DataError, match=says):
+        read_fold_file(path)
+    # float64 within float32's range, and NaN (not observed), read as before
+    nan64 = torch.full((10, 5, 3), float("nan"), dtype=torch.float64)
+    ok = _rewritten(write_fold_file(tmp_path / "ok.pt", _arrays(), range(10)), _set("Y", nan64))
+    assert np.isnan(read_fold_file(ok)["Y"]).all()

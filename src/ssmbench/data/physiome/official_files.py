@@ -77,7 +77,19 @@ def read_fold_file(path: str | os.PathLike) -> dict:
         value = getattr(dataset, name, None)
         if not isinstance(value, torch.Tensor):
             raise DataError(f"{path}: the dataset has no tensor {name!r}")
-        out[name] = value.detach().to(torch.float32).numpy()
+        if value.is_complex() or not value.is_floating_point():
+            raise DataError(
+                f"{path}: tensor {name!r} is {value.dtype}; an official file holds real "
+                "floating-point values (NaN where not observed), not coerced here"
+            )
+        value = value.detach()
+        as_float32 = value.to(torch.float32)
+        if bool((torch.isinf(as_float32) & ~torch.isinf(value)).any()):
+            raise DataError(
+                f"{path}: tensor {name!r} ({value.dtype}) has finite values beyond float32's "
+                "range, which would become inf; an official file's values fit float32"
+            )
+        out[name] = as_float32.numpy()
     n = len(out["T"])
     shapes_ok = (
         out["X"].ndim == 3
@@ -90,7 +102,13 @@ def read_fold_file(path: str | os.PathLike) -> dict:
     if not shapes_ok:
         shapes = {k: v.shape for k, v in out.items()}
         raise DataError(f"{path}: tensor shapes {shapes} do not fit (n, L, D) / (n, L)")
-    indices = np.asarray(getattr(obj, "indices", []), dtype=np.int64)
+    indices = np.asarray(getattr(obj, "indices", []))
+    if indices.size and indices.dtype.kind not in "iu":
+        raise DataError(
+            f"{path}: the split's indices are {indices.dtype}, not integers; refused rather "
+            "than truncated"
+        )
+    indices = indices.astype(np.int64)
     if indices.ndim != 1 or (len(indices) and (indices.min() < 0 or indices.max() >= n)):
         raise DataError(f"{path}: indices outside the dataset's {n} rows")
     out["indices"] = indices
