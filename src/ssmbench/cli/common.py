@@ -101,3 +101,18 @@ def _integer(text: str) -> int:
         return int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+
+
+def stoppable(command: str, body, args, when: str) -> int:
+    """``body(args, stop)`` with SIGTERM/SIGUSR1 caught first thing (ssmbench.train.stop
+    imports no torch): a signal during imports and set-up, ``when``, stops the job with
+    the resumable exit status, and says so."""
+    from ssmbench.train.stop import StopRequest, TrainingInterrupted
+
+    stop = StopRequest(log, immediate=True, when=when)
+    try:
+        with stop:
+            return body(args, stop)
+    except TrainingInterrupted as stopped:
+        log(f"ssmbench {command}: {stopped}")
+        return stopped.code

@@ -13,6 +13,7 @@ from ssmbench.cli.common import (
     inside,
     load,
     log,
+    stoppable,
     thread_count,
 )
 
@@ -46,15 +47,7 @@ def cmd_train(args) -> int:
     """One run. SIGTERM/SIGUSR1 are caught first thing (ssmbench.train.stop imports no
     torch): one during the seconds of imports and set-up stops the job with the resumable
     exit status too, and says so."""
-    from ssmbench.train.stop import StopRequest, TrainingInterrupted
-
-    stop = StopRequest(log, immediate=True, when="before training started")
-    try:
-        with stop:
-            return _train(args, stop)
-    except TrainingInterrupted as stopped:
-        log(f"ssmbench train: {stopped}")
-        return stopped.code
+    return stoppable("train", _train, args, "before training started")
 
 
 def _train(args, stop) -> int:

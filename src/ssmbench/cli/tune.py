@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ssmbench.cli.common import check_known, inside, load, log, thread_count
+from ssmbench.cli.common import check_known, inside, load, log, stoppable, thread_count
 
 
 def add_parser(sub) -> None:
@@ -27,15 +27,7 @@ def cmd_tune(args) -> int:
     validation metric only, then its tuned file. Resumes the study it finds; several
     workers may run it at once on one study. SIGTERM/SIGUSR1: the trial in progress is
     queued again and the exit status says resume."""
-    from ssmbench.train.stop import StopRequest, TrainingInterrupted
-
-    stop = StopRequest(log, immediate=True, when="before tuning started")
-    try:
-        with stop:
-            return _tune(args, stop)
-    except TrainingInterrupted as stopped:
-        log(f"ssmbench tune: {stopped}")
-        return stopped.code
+    return stoppable("tune", _tune, args, "before tuning started")
 
 
 def _tune(args, stop) -> int:
