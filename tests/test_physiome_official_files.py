@@ -9,7 +9,12 @@ import torch
 from torch.utils.data import Subset
 
 from ssmbench.data.errors import DataError
-from ssmbench.data.physiome.official_files import read_fold, read_fold_file, write_fold_file
+from ssmbench.data.physiome.official_files import (
+    main_dataset_class,
+    read_fold,
+    read_fold_file,
+    write_fold_file,
+)
 
 
 def _arrays(n=10, lx=6, ly=5, d=3, seed=0):
@@ -99,21 +104,10 @@ def test_a_fold_whose_test_rows_are_in_its_training_is_an_error(tmp_path):
 def _rewritten(path, edit):
     """The fold file at `path` with its Subset passed through `edit(subset)`: a file of
     another producer (our writer only writes float32 and integer indices)."""
-    import sys
-
-    cls = type("IMTS_dataset", (), {"__module__": "__main__", "__qualname__": "IMTS_dataset"})
-    main = sys.modules["__main__"]
-    had, old = hasattr(main, "IMTS_dataset"), getattr(main, "IMTS_dataset", None)
-    main.IMTS_dataset = cls
-    try:
+    with main_dataset_class():
         subset = torch.load(path, weights_only=False)  # our own fixture
         edit(subset)
         torch.save(subset, path)
-    finally:
-        if had:
-            main.IMTS_dataset = old
-        else:
-            del main.IMTS_dataset
     return path
 
 

@@ -20,6 +20,7 @@ fixture archive).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -149,11 +150,7 @@ def write_fold_file(path: str | os.PathLike, arrays: dict, indices) -> Path:
     of an object pickled as ``__main__.IMTS_dataset`` (for test fixtures)."""
     from torch.utils.data import Subset
 
-    cls = type("IMTS_dataset", (), {"__module__": "__main__", "__qualname__": "IMTS_dataset"})
-    main = sys.modules["__main__"]
-    had, old = hasattr(main, "IMTS_dataset"), getattr(main, "IMTS_dataset", None)
-    main.IMTS_dataset = cls  # pickle checks that the name finds the class
-    try:
+    with main_dataset_class() as cls:
         dataset = cls.__new__(cls)
         for name in TENSORS:
             setattr(dataset, name, torch.as_tensor(np.asarray(arrays[name], dtype=np.float32)))
@@ -162,9 +159,22 @@ def write_fold_file(path: str | os.PathLike, arrays: dict, indices) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(subset, path)
+    return path
+
+
+@contextlib.contextmanager
+def main_dataset_class():
+    """A class ``__main__.IMTS_dataset`` for as long as the block runs (pickle finds a
+    class by that name when it writes, and a full load when it reads, the benchmark's
+    files), whatever ``__main__`` held under that name restored after."""
+    cls = type("IMTS_dataset", (), {"__module__": "__main__", "__qualname__": "IMTS_dataset"})
+    main = sys.modules["__main__"]
+    had, old = hasattr(main, "IMTS_dataset"), getattr(main, "IMTS_dataset", None)
+    main.IMTS_dataset = cls
+    try:
+        yield cls
     finally:
         if had:
             main.IMTS_dataset = old
         else:
             del main.IMTS_dataset
-    return path
