@@ -158,7 +158,9 @@ def write_params(root: Path, params: dict) -> None:
 
 def signal_at_training_batch(monkeypatch, n: int, signum=None) -> None:
     """Send `signum` (default SIGUSR1) to this process during the n-th training batch
-    (1-based, counted over epochs); evaluation batches (no gradients) are not counted."""
+    (1-based, counted over epochs), before its loss: the batch is abandoned, and the
+    checkpoint holds the state after the one before it. Evaluation batches (no
+    gradients) are not counted."""
     import signal
 
     import torch

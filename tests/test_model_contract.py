@@ -18,6 +18,7 @@ from conftest import REPO
 from ssmbench.complexity import count_params, mmac
 from ssmbench.models import FAMILIES, build_model, is_estimator, validate_model_params
 from ssmbench.params_file import read_params
+from ssmbench.train.rewind import host_random_digest, norm_statistics
 
 #: (C, L, K): C = 1 and 1345 (DuckDuckGeese), L = 1, 8 and 2500, K = 2 and 82 (Pedestrian).
 SHAPES = [(1, 1, 2), (1, 8, 2), (1345, 8, 82), (1, 2500, 82), (1345, 64, 2), (3, 50, 5),
@@ -95,6 +96,33 @@ def test_one_step_lowers_the_loss(family):
     assert not missing, missing  # every parameter is trained
     optimizer.step()
     assert loss_now() < before
+
+
+@pytest.mark.parametrize("family", DEEP)
+def test_a_training_batch_changes_only_what_a_rewind_restores(family):
+    """A batch abandoned on a stop signal is undone by restoring torch's generators and
+    the running statistics of norms (ssmbench.train.rewind): a training forward and
+    backward may change no other buffer and draw from neither Python's nor NumPy's
+    generator."""
+    C, L, K = 3, 32, 4
+    gen = torch.Generator().manual_seed(1)
+    x, y = torch.randn(8, C, L, generator=gen), torch.arange(8) % K
+    model = build(family, C, K, L).train()
+    restored = {id(buffer) for buffer in norm_statistics(model)}
+    before = {
+        name: buffer.detach().clone()
+        for name, buffer in model.named_buffers()
+        if id(buffer) not in restored
+    }
+    host = host_random_digest()
+    F.cross_entropy(model(x), y).backward()
+    changed = [
+        name
+        for name, buffer in model.named_buffers()
+        if name in before and not torch.equal(buffer.nan_to_num(), before[name].nan_to_num())
+    ]
+    assert not changed, changed
+    assert host_random_digest() == host
 
 
 @pytest.mark.parametrize("family", DEEP)

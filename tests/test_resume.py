@@ -191,8 +191,9 @@ def test_stop_mid_epoch_after_the_best_epoch_resumes_exactly(
     spec = spec_of(project, 30, **EARLY_STOP)
     record, checkpoint = tmp_path / "fold0.json", tmp_path / "ckpt" / "fold0.pt"
     # BasicMotions: 36 training rows, batch 4: 9 batches an epoch; stop in epoch best + 2,
-    # after its 4th batch: since_best is 1, the best weights are 1 epoch old
-    signal_at_training_batch(monkeypatch, 9 * (best + 1) + 4)
+    # during its 5th batch (abandoned: the checkpoint is after the 4th): since_best is 1,
+    # the best weights are 1 epoch old
+    signal_at_training_batch(monkeypatch, 9 * (best + 1) + 5)
     handlers = {s: signal.getsignal(s) for s in ckpt.STOP_SIGNALS}
     with pytest.raises(TrainingInterrupted) as stopped:
         run_job(spec, record, log=quiet, checkpoint_path=checkpoint)

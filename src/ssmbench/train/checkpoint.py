@@ -1,8 +1,8 @@
 """Checkpoints of a deep training run: what they hold, and how they are saved and read.
 
 A run on a cluster can be stopped before it finishes (``ssmbench.train.stop``: SIGTERM or
-SIGUSR1 complete the batch in progress, write a checkpoint and exit with
-`RESUME_EXIT_CODE`); the retried job (Snakemake ``--retries``) or the requeued one (SLURM
+SIGUSR1 abandon the batch in flight, ``ssmbench.train.rewind``, write a checkpoint of the
+state before it and exit with `RESUME_EXIT_CODE`); the retried job (Snakemake ``--retries``) or the requeued one (SLURM
 ``--requeue``) resumes from it and produces the record an uninterrupted run would have
 produced. A checkpoint is also written every ``checkpoint_every`` epochs, but not within
 ``checkpoint_min_seconds`` of the previous one (params.yaml ``protocol``), so a hard kill
@@ -87,6 +87,8 @@ class TrainingState:
     # the test split's scores per validated epoch (protocol epoch_test_scores; empty when
     # off): a diagnostic nothing in the run reads (train.epoch_test_scores)
     test_scores: list[dict] = field(default_factory=list)
+    # each resume so far: {"epoch", "step", "checkpoint_sha256"} (the record's "resumed")
+    resumes: list[dict] = field(default_factory=list)
 
     def checkpoint(self, *, digest: str | None, run: str, model, optimizer, rng: dict) -> dict:
         """The checkpoint of this state (what `save` writes and `load` reads back)."""
@@ -109,6 +111,7 @@ class TrainingState:
             },
             "curve": self.curve,
             "test_scores": self.test_scores,
+            "resumes": self.resumes,
             "train_seconds": self.train_seconds,
         }
 
@@ -128,6 +131,7 @@ class TrainingState:
             stopped_early=bool(stopping["stopped_early"]),
             train_seconds=float(state["train_seconds"]),
             test_scores=list(state["test_scores"]),
+            resumes=[dict(resume) for resume in state.get("resumes", [])],
         )
 
 
@@ -325,6 +329,9 @@ def _malformed(state) -> str | None:
         return "optimizer is not an optimizer state"
     if not isinstance(state["curve"], list) or not isinstance(state["epoch"], int):
         return "curve or epoch has the wrong type"
+    resumes = state.get("resumes", [])
+    if not isinstance(resumes, list) or not all(isinstance(r, dict) for r in resumes):
+        return "resumes is not a list of mappings"
     return None
 
 

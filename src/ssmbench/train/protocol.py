@@ -21,11 +21,14 @@ The run publishes its per-epoch curve and its record as one unit, the record las
 is trusted only beside the record that holds its sha256. A checkpoint that cannot be
 written is a warning, never the end of a run.
 
-On a cluster a run may be stopped before it finishes: on SIGTERM or SIGUSR1 it completes
-the batch in progress, writes a checkpoint and exits with status 75
-(``ssmbench.train.checkpoint.RESUME_EXIT_CODE``); it also writes one every
-``checkpoint_every`` epochs. The next attempt resumes from it, batch for batch, and
-writes the record an uninterrupted run would have written (ssmbench.train.checkpoint).
+On a cluster a run may be stopped before it finishes: on SIGTERM or SIGUSR1 it abandons
+the training batch or validation pass in flight (``ssmbench.train.rewind``: the state
+before it is restored), writes a checkpoint and exits with status 75
+(``ssmbench.train.checkpoint.RESUME_EXIT_CODE``) within seconds, however long a batch
+takes; it also writes one every ``checkpoint_every`` epochs. The next attempt resumes from
+it, batch for batch, writes the record an uninterrupted run would have written
+(ssmbench.train.checkpoint), and the record lists each resume (``resumed``: the epoch,
+batch and checkpoint sha256 it resumed from).
 
 A run's steps: `run_setup.set_up` (seed, data, split, model), then
 `estimator_run.run_estimator` for a non-deep model, or `_DeepTraining`'s `resume`, `train`,
@@ -60,7 +63,9 @@ from ssmbench.train.micro_batches import (
 from ssmbench.train.optim import build_optimizer, lr_factor_at, set_epoch_lr
 from ssmbench.train.probes import run_probes
 from ssmbench.train.record import write_run
+from ssmbench.train.rewind import BatchRewind
 from ssmbench.train.run_setup import RunSetup, set_up
+from ssmbench.train.stop import BatchAbandoned
 
 
 def _is_better(
@@ -88,8 +93,8 @@ def run_job(
     With `checkpoint_path` (``ssmbench train`` passes ``paths.checkpoints/...``), the run
     resumes from the checkpoint there if it was made with these settings and code, writes
     one every ``checkpoint_every`` epochs and deletes it once the record is written.
-    SIGTERM and SIGUSR1 stop the run after the batch in progress, with a checkpoint when
-    it has a location: `TrainingInterrupted` (exit status 75) is raised. `stop`: the
+    SIGTERM and SIGUSR1 stop the run within seconds (the batch or validation in flight
+    abandoned and undone), with a checkpoint when it has a location: `TrainingInterrupted` (exit status 75) is raised. `stop`: the
     caller's active `StopRequest`, which has caught the signals since before this call
     (``ssmbench train``: a signal during its start-up stops the run before training);
     without it the run catches them itself, from here on."""
@@ -192,6 +197,7 @@ class _DeepTraining:
             )
         self.optimizer = build_optimizer(self.model, settings)
         self.shuffle = torch.Generator().manual_seed(run.seed)
+        self.rewind = BatchRewind(self.model)  # undoes a batch abandoned on a signal
         self.monitor = settings.get("monitor", "val_loss")
         self.max_epochs = int(settings["max_epochs"])
         patience = settings.get("early_stopping_patience")
@@ -273,19 +279,24 @@ class _DeepTraining:
         ckpt.set_rng_state(saved["rng"], self.shuffle, self.log)
         self.resumed = True
         state = self.state
+        state.resumes.append(
+            {"epoch": state.epoch, "step": state.step, "checkpoint_sha256": saved["content_sha256"]}
+        )
         self.log(
             f"resumed from {self.checkpoint_path}: epoch {state.epoch}, batch {state.step}/"
             f"{self.n_batches} ({len(state.curve)} epochs done, best epoch {state.best_epoch})"
         )
 
-    def _save(self, shuffle_state) -> bool:
+    def _save(self, shuffle_state, rng: dict | None = None) -> bool:
         """Write the checkpoint of `self.state`, with the shuffling generator's state at
-        the start of the state's epoch. A checkpoint is optional work: one the file system
-        refuses (full disk, read-only folder) is a warning in the log, and the run goes
-        on. Returns whether it was written."""
+        the start of the state's epoch (and the random states `rng` where given, else the
+        current ones). A checkpoint is optional work: one the file system refuses (full
+        disk, read-only folder) is a warning in the log, and the run goes on. Returns
+        whether it was written."""
         self.state.train_seconds = time.perf_counter() - self.started
-        rng = ckpt.rng_state(self.shuffle)
-        rng["shuffle"] = shuffle_state
+        if rng is None:
+            rng = ckpt.rng_state(self.shuffle)
+            rng["shuffle"] = shuffle_state
         checkpoint = self.state.checkpoint(
             digest=self.digest, run=self.name, model=self.model, optimizer=self.optimizer,
             rng=rng,
@@ -307,7 +318,7 @@ class _DeepTraining:
 
     def _interrupted(self, saved=True, where=None) -> TrainingInterrupted:
         """The exception that stops the run on a signal, after logging what was kept."""
-        where = where or f"epoch {self.state.epoch}, batch {self.state.step}/{self.n_batches}"
+        where = where or self._where()
         path = self.checkpoint_path
         if path is None:
             what = "no checkpoint location, the next attempt starts over"
@@ -318,9 +329,9 @@ class _DeepTraining:
         elif saved:
             what = f"checkpoint written to {path}, the next attempt resumes from it"
         elif path.is_file():
-            what = f"stopped before training; the checkpoint {path} is kept"
+            what = f"no new checkpoint; the checkpoint {path} is kept"
         else:
-            what = "stopped before training; the next attempt starts over"
+            what = "no checkpoint; the next attempt starts over"
         self.log(
             f"{self.stop.signal_name} at {where}: {what}; exiting with status "
             f"{ckpt.RESUME_EXIT_CODE}"
@@ -383,18 +394,33 @@ class _DeepTraining:
             data.objective, data.train_X(order), data.train_y(), data.mask,
             order[step * batch_size :], batch_size, inputs=data.inputs,
         )  # fmt: skip
-        for xb, yb, mb, extra in batches:
-            xb, yb = xb.to(device), yb.to(device)
-            mb = mb.to(device) if mb is not None else None
-            extra = {k: v.to(device) for k, v in extra.items()}
-            self.optimizer.zero_grad(set_to_none=True)
-            batch_loss, batch_second = backward_batch(
-                self.model, data.objective, xb, yb, mb, extra, self.micro_batch_rows,
-                # before the backward: a NaN gradient would reach the weights and checkpoints
-                lambda loss, inputs, _step=step: check_loss(
-                    loss, f"[{self.name}] training, epoch {state.epoch}", _step,
-                    self.n_batches, inputs, self.model, self.loss_limit),
-            )  # fmt: skip
+        batches = iter(batches)
+        self.rewind.start_epoch()
+        while True:
+            self.rewind.start_batch()
+            try:  # a signal in here abandons the batch: nothing it did is kept
+                with self.stop.abandoning():
+                    batch = next(batches, None)
+                    if batch is None:
+                        break
+                    xb, yb, mb, extra = batch
+                    xb, yb = xb.to(device), yb.to(device)
+                    mb = mb.to(device) if mb is not None else None
+                    extra = {k: v.to(device) for k, v in extra.items()}
+                    self.optimizer.zero_grad(set_to_none=True)
+                    batch_loss, batch_second = backward_batch(
+                        self.model, data.objective, xb, yb, mb, extra, self.micro_batch_rows,
+                        # before the backward: a NaN gradient would reach the weights
+                        lambda loss, inputs, _step=step: check_loss(
+                            loss, f"[{self.name}] training, epoch {state.epoch}", _step,
+                            self.n_batches, inputs, self.model, self.loss_limit),
+                    )  # fmt: skip
+            except BatchAbandoned:
+                state.step = step
+                state.partial = {"loss_sum": loss_sum, "second": second, "n_rows": n_rows,
+                                 "seconds": time.perf_counter() - epoch_start}  # fmt: skip
+                rng = self.rewind.undo(self.shuffle, epoch_shuffle_state)
+                raise self._abandoned(epoch_shuffle_state, rng, "its batch in flight") from None
             if self.clip:
                 torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip)
             self.optimizer.step()
@@ -410,7 +436,29 @@ class _DeepTraining:
                     self._save(epoch_shuffle_state)
                 raise self._interrupted()
         train_loss, train_acc = data.objective.summarise(loss_sum, second, n_rows)
+        # what a stop during the epoch's validation saves: every batch done
+        self.epoch_done = (epoch_shuffle_state, {"loss_sum": loss_sum, "second": second,
+                                                 "n_rows": n_rows})  # fmt: skip
         return train_loss, train_acc, epoch_start
+
+    def _abandoned(self, shuffle_state, rng: dict | None, what: str) -> TrainingInterrupted:
+        """The exception that stops the run on a signal that abandoned `what`, after
+        checkpointing `self.state` (where it stood before it) with the random states `rng`
+        (None: they cannot be restored to that point, so no checkpoint is written)."""
+        if self.checkpoint_path is None:
+            return self._interrupted(saved=False)
+        if rng is None:
+            self.log(
+                f"warning: [{self.name}] Python's or NumPy's random state moved during the "
+                f"epoch: the state before {what} cannot be restored exactly, no checkpoint "
+                "written for it"
+            )
+            return self._interrupted(saved=False, where=self._where() + f", {what} abandoned")
+        self._save(shuffle_state, rng)
+        return self._interrupted(where=self._where() + f", {what} abandoned")
+
+    def _where(self) -> str:
+        return f"epoch {self.state.epoch}, batch {self.state.step}/{self.n_batches}"
 
     def _end_epoch(self, train_loss: float, train_acc: float, epoch_start: float) -> bool:
         """Validate the finished epoch when it is due (every `val_interval`-th and the
@@ -421,14 +469,24 @@ class _DeepTraining:
         epoch = self.state.epoch
         if epoch % self.val_interval and epoch != self.max_epochs:
             return self._next_epoch(train_loss, train_acc, None, None, epoch_start)
-        val_loss, val_acc = self.data.score(
-            self.model, self.data.val_idx, self.run.batch_size, self.run.device,
-            f"[{self.name}] validation, epoch {epoch}",
-        )  # fmt: skip
-        if self.score_test:  # after validation, read by nothing that decides the run
-            self.state.test_scores.append(score_epoch(
-                self.data, self.model, self.run.batch_size, self.run.device, epoch, self.name
-            ))  # fmt: skip
+        try:  # scoring draws no random number and changes no weight or statistic
+            with self.stop.abandoning():
+                val_loss, val_acc = self.data.score(
+                    self.model, self.data.val_idx, self.run.batch_size, self.run.device,
+                    f"[{self.name}] validation, epoch {epoch}",
+                )  # fmt: skip
+                if self.score_test:  # after validation, read by nothing that decides the run
+                    scores = score_epoch(self.data, self.model, self.run.batch_size,
+                                         self.run.device, epoch, self.name)  # fmt: skip
+        except BatchAbandoned:  # saved as after the epoch's last batch: resumes validating
+            shuffle_state, sums = self.epoch_done
+            self.state.step = self.n_batches
+            self.state.partial = {**sums, "seconds": time.perf_counter() - epoch_start}
+            rng = ckpt.rng_state(self.shuffle)
+            rng["shuffle"] = shuffle_state
+            raise self._abandoned(shuffle_state, rng, "its validation") from None
+        if self.score_test:
+            self.state.test_scores.append(scores)
         return self._next_epoch(train_loss, train_acc, val_loss, val_acc, epoch_start)
 
     def _next_epoch(self, train_loss, train_acc, val_loss, val_acc, epoch_start) -> bool:
@@ -537,6 +595,9 @@ class _DeepTraining:
                 # no scan layer
                 "scan": scan_of(self.model),
                 "micro_batches": self.micro_batches,
+                # each resume of this run: the epoch and batch it resumed at and the sha256
+                # of the checkpoint it read ([]: it ran from start to end in one go)
+                "resumed": state.resumes,
             },
             test_scores=state.test_scores if self.score_test else None,
         )  # fmt: skip

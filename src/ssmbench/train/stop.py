@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -48,12 +49,26 @@ class TrainingInterrupted(SystemExit):
         return f"stopped by {self.signal_name}{when} ({where}); exit status {RESUME_EXIT_CODE}"
 
 
+class BatchAbandoned(BaseException):
+    """Raised by the signal handler inside `StopRequest.abandoning`: the work in flight
+    there (a training batch before its optimizer step, a validation pass) is thrown away,
+    so that a stop never waits for it. A BaseException, like KeyboardInterrupt, so that no
+    ``except Exception`` on the way swallows it."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = int(signum)
+
+
 class StopRequest:
     """Catches `STOP_SIGNALS` while active (a context manager) and restores the previous
     handlers after. By default the handler only records the first signal (``signum``);
     the training loop looks at it between batches. With ``immediate=True`` (no state worth
     saving yet) it raises `TrainingInterrupted` at once, saying `when`, until `disarm`
-    is called.
+    is called. Inside `abandoning()` a signal raises `BatchAbandoned` at once: the
+    training loop throws the batch in flight away and saves the state before it, so a
+    stop takes seconds however long a batch is (SLURM's KillWait between SIGTERM and
+    SIGKILL is 30 s by default).
 
     Entering also unblocks the signals: a process started with them blocked (a wrapper
     that masks them across its fork) would otherwise never see its time limit coming.
@@ -66,6 +81,7 @@ class StopRequest:
         self.when = when
         self.signum: int | None = None
         self._previous: dict[int, Any] = {}
+        self._abandon = False
 
     @property
     def requested(self) -> bool:
@@ -79,11 +95,31 @@ class StopRequest:
         """From now on only record signals (the record is being written: never fail now)."""
         self.immediate = False
 
+    @contextmanager
+    def abandoning(self) -> Iterator[None]:
+        """Work that a stop signal may interrupt at once (`BatchAbandoned`); a signal that
+        came before raises it on entry. The caller undoes what the work changed.
+
+        Python runs a signal handler between bytecodes of the main thread: a single long
+        C++ operation (one kernel, or a backward pass the autograd engine runs outside the
+        main thread, as on CUDA) still finishes first; a scan written as a Python loop,
+        forward or backward, is interrupted within one step."""
+        if self.signum is not None:
+            raise BatchAbandoned(self.signum)
+        self._abandon = True
+        try:
+            yield
+        finally:
+            self._abandon = False
+
     def _handle(self, signum, frame) -> None:
         if self.signum is None:
             self.signum = signum
         if self.immediate:
             raise TrainingInterrupted(signum, when=self.when)
+        if self._abandon:
+            self._abandon = False
+            raise BatchAbandoned(signum)
 
     def __enter__(self) -> StopRequest:
         if threading.current_thread() is not threading.main_thread():
