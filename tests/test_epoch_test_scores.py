@@ -26,7 +26,7 @@ from ssmbench.report.selection_optimism import (
     selection_optimism_runs,
     selection_optimism_table,
 )
-from ssmbench.staleness import sha256_hex
+from ssmbench.staleness import sealed, sha256_hex
 from ssmbench.train import epoch_test_scores
 from ssmbench.train.checkpoint import TrainingInterrupted
 from ssmbench.train.epoch_test_scores import SCORES_FILE_KEY, SCORES_SHA256_KEY, scores_path_of
@@ -172,7 +172,8 @@ def test_only_the_selection_optimism_table_reads_the_scores(project, tmp_path, c
     assert set(optimism["model"]) == {"MS4N", "FCN"}
     assert MEAN_ROW in set(optimism["dataset"])
 
-    # every epoch's test accuracy set to 1.0, the file's sha256 in its record made to match:
+    # every epoch's test accuracy set to 1.0, the file's sha256 in its record (and the
+    # record's own) made to match:
     # a diagnostic that says "a test-selected protocol would print 0.000 everywhere"
     for model in ("MS4N", "FCN"):
         record_path = runs / "uea" / "BasicMotions" / model / "fold0.json"
@@ -181,7 +182,7 @@ def test_only_the_selection_optimism_table_reads_the_scores(project, tmp_path, c
         scores.to_csv(path, index=False, lineterminator="\n")
         record = json.loads(record_path.read_text())
         record[SCORES_SHA256_KEY] = sha256_hex(path.read_bytes())
-        record_path.write_text(json.dumps(record))
+        record_path.write_text(json.dumps(sealed(record)))  # its own digest made to match
     second = _report(runs, tmp_path / "b")
     for name in MAIN_FILES:
         assert first[name].read_bytes() == second[name].read_bytes(), name

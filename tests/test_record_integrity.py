@@ -165,7 +165,7 @@ def test_a_curve_that_is_not_its_records_is_not_trusted(project, record):
     assert not state.current
     assert "its curve file fold0.curve.csv is not the one written with it" in state.why
     status = run_status(params_of(project), JOB, project)
-    assert status.state == "stale" and "not the one written with it" in status.detail
+    assert status.state == "edited" and "not the one written with it" in status.detail
     with pytest.warns(UserWarning, match="not the curve of the record beside it"):
         curves = load_curves(project / "results/runs")
     assert curves.empty

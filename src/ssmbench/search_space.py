@@ -26,8 +26,14 @@ A suite runs the searches of its (benchmark, model) pairs only when it says so:
 entries as they are.
 
 The tuned file (``paths.tuned/<benchmark>/<dataset>/<model>.json``) holds the best trial's
-``params`` with the search that found them; ``tuned_params`` reads it back and refuses a
-file of another model, benchmark or dataset, or with names or values outside the space.
+``params`` with the search that found them, the same values split into ``model_params``
+and ``training_settings`` (what a train job applies), and the sha256 of its own content
+(``content_sha256``, ``ssmbench.staleness.sealed``). ``tuned_params`` reads it back and
+refuses a file of another model, benchmark or dataset, with names or values outside the
+space (in ``params``, ``model_params`` or ``training_settings``, which must agree), or
+whose content is not what the tune stage wrote (changed by hand). A file without
+``content_sha256`` (written before tuned files were sealed) is vouched for by its name,
+its values still held to the space.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ import json
 import math
 from numbers import Integral, Real
 from pathlib import Path
+
+from ssmbench.staleness import content_problem
 
 #: The kinds of a space entry and their keys (``type`` included).
 ENTRY_KEYS = {
@@ -174,13 +182,23 @@ def suggest(trial, space: dict) -> dict:
 
 
 def in_space(entry: dict, value) -> bool:
+    """Whether a search could have drawn ``value`` from ``entry``: one of its choices, or
+    a number within its bounds, an integer for ``int``, on its ``step`` from ``low``."""
     if entry["type"] == "categorical":
-        return value in entry["choices"]
+        return any(
+            value == c and isinstance(value, bool) == isinstance(c, bool) for c in entry["choices"]
+        )
     if isinstance(value, bool) or not isinstance(value, Real):
         return False
     if entry["type"] == "int" and not float(value).is_integer():
         return False
-    return entry["low"] <= value <= entry["high"]
+    if not entry["low"] <= value <= entry["high"]:
+        return False
+    step = entry.get("step")
+    if step:
+        steps = (value - entry["low"]) / step
+        return abs(steps - round(steps)) <= 1e-9 * max(1.0, abs(steps))
+    return True
 
 
 def tuned_file(tuned_dir: str | Path, benchmark: str, dataset: str, model: str) -> Path:
@@ -221,12 +239,45 @@ def tuned_params(path: str | Path, benchmark: str, dataset: str, model: str, spa
             f"({sorted(space)}); the space changed since it was tuned. Run the tune stage "
             "again (delete the file and its study journal to start the search over)"
         )
-    for name, value in values.items():
-        if not in_space(space[name], value):
-            raise SearchError(
-                f"{path}: {name} = {value!r} is outside the search space {space[name]}; run "
-                "the tune stage again"
-            )
+    again = (
+        f"run the tune stage again (`ssmbench tune --benchmark {benchmark} --dataset "
+        f"{dataset} --model {model}`) or restore the file as the tune stage wrote it"
+    )
+    applied = {}
+    for part in ("params", "model_params", "training_settings"):
+        part_values = tuned.get(part, {} if part != "params" else None)
+        if not isinstance(part_values, dict):
+            raise SearchError(f"{path}: its {part} is not a mapping ({part_values!r}); {again}")
+        for name, value in part_values.items():
+            if name not in space or not in_space(space[name], value):
+                where = (
+                    f"the search space of {name}, {space[name]}" if name in space
+                    else f"the search space of {model} ({sorted(space)})"
+                )  # fmt: skip
+                raise SearchError(
+                    f"{path}: {part}.{name} = {value!r} is outside {where} "
+                    f"(tuning.searches.{model}.space); the tune stage writes values of the "
+                    f"space only, so the space changed or the file was changed by hand: "
+                    f"{again}"
+                )
+            if part != "params":
+                if name in applied or value != values[name]:
+                    raise SearchError(
+                        f"{path}: {part}.{name} = {value!r} is not the params.{name} = "
+                        f"{values[name]!r} it was split from: the file was changed by hand; "
+                        f"{again}"
+                    )
+                applied[name] = value
+    unapplied = sorted(set(values) - set(applied))
+    if ("model_params" in tuned or "training_settings" in tuned) and unapplied:
+        raise SearchError(
+            f"{path}: params {unapplied} are in neither its model_params nor its "
+            f"training_settings, so a run would not apply them: the file was changed by "
+            f"hand; {again}"
+        )
+    edited = content_problem(tuned)
+    if edited:
+        raise SearchError(f"{path}: changed by hand: {edited}; {again}")
     return tuned
 
 
@@ -246,17 +297,25 @@ def search_digest(search: dict, base_spec: dict) -> str:
 
 def tuned_is_current(tuned_path: Path, search: dict, base_spec: dict) -> bool:
     """Whether the tuned file at ``tuned_path`` came from this search (budget included) on
-    this base run: then the tune stage keeps it."""
+    this base run and is as the tune stage wrote it (`tuned_params` accepts it): then the
+    tune stage keeps it."""
     try:
         tuned = json.loads(Path(tuned_path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return False
-    return (
+    if not (
         isinstance(tuned, dict)
         and tuned.get("format") == TUNED_FORMAT
         and tuned.get("search") == search
         and tuned.get("search_digest") == search_digest(search, base_spec)
-    )
+    ):
+        return False
+    try:
+        tuned_params(tuned_path, base_spec["benchmark"], base_spec["dataset"],
+                     base_spec["model"], search["space"])  # fmt: skip
+    except SearchError:
+        return False
+    return True
 
 
 def check_journal(path: Path) -> None:

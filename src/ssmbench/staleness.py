@@ -11,7 +11,12 @@ A record and its curve are one unit: the record names its curve (``curve_file``)
 holds the sha256 of its bytes (``curve_sha256``); `curve_problem` says when the curve
 beside a record is not that one (a new curve published beside an old record by a write
 that failed half-way, an edited or missing curve), and every reader trusts a curve only
-when it has none.
+when it has none. The record also holds the sha256 of its own content
+(``content_sha256``, `content_sha256`), so a record edited after it was written (a
+``test_error`` typed over) is seen too; `unit_problems` gathers what of the unit is not as
+written, which ``ssmbench status`` reports as ``edited`` and the report leaves out. A
+record without ``content_sha256`` (written by an ssmbench that did not seal its records)
+is read as it is: its content is vouched for by its name alone.
 
 The code digest (`training_code_digest`) covers the code a run's result depends on beyond
 its settings (`digested_modules`): the train package, the prepared-data store, the
@@ -194,10 +199,13 @@ def training_code_digest(family: str | None = None) -> str:
 
 @dataclass(frozen=True)
 class RecordState:
-    """Whether a record is current; if not, why (one phrase per reason)."""
+    """Whether a record is current; if not, why (one phrase per reason). ``edited``: the
+    reasons that say a file of the run is not as it was written (`unit_problems`), also
+    in ``reasons``."""
 
     current: bool
     reasons: tuple[str, ...] = ()
+    edited: tuple[str, ...] = ()
 
     @property
     def why(self) -> str:
@@ -207,10 +215,74 @@ class RecordState:
 #: the record keys that tie it to its curve: the curve's file name and its sha256
 CURVE_FILE_KEY = "curve_file"
 CURVE_SHA256_KEY = "curve_sha256"
+#: the record keys that tie it to its test split's per-epoch scores (protocol
+#: epoch_test_scores, ssmbench.train.epoch_test_scores)
+SCORES_FILE_KEY = "test_scores_file"
+SCORES_SHA256_KEY = "test_scores_sha256"
+
+
+#: the key of a record (and of a tuned file) that holds the sha256 of its own content
+CONTENT_SHA256_KEY = "content_sha256"
 
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _plain(value):
+    # what a JSON writer gives for a value a record may hold (numpy scalars, paths)
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"not JSON-serialisable: {type(value).__name__}")
+
+
+def content_sha256(content: dict) -> str:
+    """The sha256 of ``content`` without its CONTENT_SHA256_KEY, as canonical JSON (keys
+    sorted, no spaces, ASCII): the same for the dict a writer holds and for the one read
+    back from the file it wrote, however the file is indented."""
+    body = {k: v for k, v in content.items() if k != CONTENT_SHA256_KEY}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=_plain)
+    return sha256_hex(text.encode("ascii"))
+
+
+def sealed(content: dict) -> dict:
+    """``content`` as JSON will hold it, with its CONTENT_SHA256_KEY (`content_sha256`):
+    what a writer of a record or a tuned file writes."""
+    plain = json.loads(json.dumps(content, default=_plain))
+    return {**plain, CONTENT_SHA256_KEY: content_sha256(plain)}
+
+
+def content_problem(content: dict) -> str | None:
+    """Why ``content`` (a record or a tuned file, as read) is not what was written with
+    its CONTENT_SHA256_KEY; None when it is, or when it holds none (a file written before
+    files were sealed, vouched for by its name alone)."""
+    expected = content.get(CONTENT_SHA256_KEY)
+    if expected is None:
+        return None
+    if content_sha256(content) != expected:
+        return f"its content does not match its {CONTENT_SHA256_KEY}"
+    return None
+
+
+def _companion_problem(record_path, record: dict, file_key: str, sha_key: str, what: str):
+    name = record.get(file_key)
+    if name is None:
+        return f"it names no {what} file"
+    if not isinstance(name, str) or not name or Path(name).name != name or name[0] == ".":
+        return f"its {file_key} {name!r} is not a file name beside it"
+    path = Path(record_path).parent / name
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return f"its {what} file {name} is missing"
+    except OSError as exc:
+        return f"its {what} file {name} is unreadable ({exc.strerror or exc})"
+    expected = record.get(sha_key)
+    if expected is not None and sha256_hex(data) != expected:
+        return f"its {what} file {name} is not the one written with it"
+    return None
 
 
 def curve_problem(record_path: str | Path, record: dict) -> str | None:
@@ -219,32 +291,74 @@ def curve_problem(record_path: str | Path, record: dict) -> str | None:
     (``curve_file``: a plain file name beside the record) with the sha256 it holds
     (``curve_sha256``). A record that holds no sha256 vouches for its curve by name
     alone."""
-    name = record.get(CURVE_FILE_KEY)
-    if name is None:
-        return "it names no curve file"
-    if not isinstance(name, str) or not name or Path(name).name != name or name[0] == ".":
-        return f"its curve_file {name!r} is not a file name beside it"
-    path = Path(record_path).parent / name
+    return _companion_problem(record_path, record, CURVE_FILE_KEY, CURVE_SHA256_KEY, "curve")
+
+
+def scores_problem(record_path: str | Path, record: dict) -> str | None:
+    """As `curve_problem`, for the test scores per epoch a record names
+    (``test_scores_file``, ``test_scores_sha256``)."""
+    return _companion_problem(
+        record_path, record, SCORES_FILE_KEY, SCORES_SHA256_KEY, "test scores"
+    )
+
+
+def unit_problems(record_path: str | Path, record: dict, scores: bool = True) -> list[str]:
+    """What of a run's published unit is not as it was written: the record's content
+    (`content_problem`), the curve it names (`curve_problem`) and, with ``scores``, the
+    test scores it names (`scores_problem`). A file the record does not name is not
+    checked. Empty when all is as written."""
+    problems = []
+    content = content_problem(record)
+    if content:
+        problems.append(f"{Path(record_path).name}: {content}")
+    if CURVE_FILE_KEY in record:
+        problems.append(curve_problem(record_path, record))
+    if scores and SCORES_FILE_KEY in record:
+        problems.append(scores_problem(record_path, record))
+    return [p for p in problems if p]
+
+
+def prepared_digests(prepared_dir: str | Path, fold: int) -> dict | None:
+    """The sha256 of each file the prepared data of ``fold`` was made from (its meta.json
+    ``raw_files``, what a record holds as ``dataset_sha256``); None when it is not
+    prepared (yet) or its meta.json cannot be read (the train job says why)."""
+    from ssmbench.data.store import fold_folder
+
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return f"its curve file {name} is missing"
-    except OSError as exc:
-        return f"its curve file {name} is unreadable ({exc.strerror or exc})"
-    expected = record.get(CURVE_SHA256_KEY)
-    if expected is not None and sha256_hex(data) != expected:
-        return (
-            f"its curve file {name} is not the one written with it (sha256 "
-            f"{sha256_hex(data)[:12]}..., the record's {str(expected)[:12]}...)"
-        )
-    return None
+        meta_path = fold_folder(prepared_dir, int(fold)) / "meta.json"
+        stat = meta_path.stat()
+    except Exception:  # not prepared, or a per-fold dataset without this fold
+        return None
+    return _meta_raw_files(str(meta_path), stat.st_mtime_ns, stat.st_size)
 
 
-def record_state(record_path: str | Path, spec: dict) -> RecordState:
+@functools.lru_cache(maxsize=256)
+def _meta_raw_files(path: str, mtime_ns: int, size: int) -> dict | None:
+    # keyed on the file's date and size: one read per dataset for a grid's thousands of runs
+    try:
+        raw_files = json.loads(Path(path).read_text(encoding="utf-8")).get("raw_files")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return raw_files if isinstance(raw_files, dict) else None
+
+
+def _dataset_change(made_from, now: dict) -> str:
+    """What differs between a record's ``dataset_sha256`` and the prepared data's."""
+    made_from = made_from if isinstance(made_from, dict) else {}
+    for name in sorted(set(made_from) | set(now)):
+        old, new = made_from.get(name), now.get(name)
+        if old != new:
+            return f"dataset ({name}: sha256 {str(old)[:12]}... -> {str(new)[:12]}...)"
+    return "dataset"
+
+
+def record_state(record_path: str | Path, spec: dict, root: str | Path = ".") -> RecordState:
     """Whether the record at ``record_path`` was made with the settings (but
-    EXECUTION_KEYS), model hyperparameters and training code (`training_code_digest`)
-    that ``spec`` (`ssmbench.config.job_spec`) asks for, and its curve file is the one
-    written with it (`curve_problem`). A missing or unreadable record is not current."""
+    EXECUTION_KEYS), model hyperparameters, training code (`training_code_digest`) and
+    prepared data (`prepared_digests`, under ``root``) that ``spec``
+    (`ssmbench.config.job_spec`) asks for, and it and the files it names are as they were
+    written (`unit_problems`: ``edited`` says which are not). A missing or unreadable
+    record is not current."""
     record_path = Path(record_path)
     try:
         record = json.loads(record_path.read_text())
@@ -269,11 +383,14 @@ def record_state(record_path: str | Path, spec: dict) -> RecordState:
     ]
     if record.get("code_digest") != spec["code"]:
         changed.append(f"training code ({record.get('code_digest')} -> {spec['code']})")
+    if spec.get("prepared_dir") is not None:
+        now = prepared_digests(Path(root) / spec["prepared_dir"], spec["fold"])
+        if now is not None and record.get("dataset_sha256") != now:
+            changed.append(_dataset_change(record.get("dataset_sha256"), now))
     reasons = ["changed since the record: " + ", ".join(changed)] if changed else []
-    problem = curve_problem(record_path, record) if CURVE_FILE_KEY in record else None
-    if problem:
-        reasons.append(problem)
-    return RecordState(not reasons, tuple(reasons))
+    edited = unit_problems(record_path, record)
+    reasons += edited
+    return RecordState(not reasons, tuple(reasons), tuple(edited))
 
 
 def record_is_stale(record_path: str | Path, spec: dict) -> bool:

@@ -9,13 +9,20 @@ run's whole output there, and a new attempt starts it afresh):
     The record exists and is current: made with the current settings and training code
     (``ssmbench.staleness.record_state``, which the workflow and ``ssmbench train`` ask
     too).
+``edited``
+    The record exists but it, or a file it names, is not as it was written (changed by
+    hand): its content does not match the sha256 it holds (``content_sha256``), or its
+    curve or test scores file is gone or does not match the sha256 the record holds for
+    it (``ssmbench.staleness.unit_problems``; a run killed between publishing its curve
+    and its record leaves the same mismatch). The detail names the file and what to do:
+    re-run the job with ``--force`` or restore the file. The workflow reruns it, and the
+    report leaves it out. A record without ``content_sha256`` (written before records
+    were sealed) is vouched for by its name, as are the files it names without a sha256.
 ``stale``
     The record exists but is not current: made with other settings (model
-    hyperparameters, protocol, suite overrides) or other training code, or its curve file
-    is gone or is not the one written with it (a newer run's curve beside it: that run
-    was killed while publishing its record): the workflow reruns it. A record that cannot
-    be read is stale too. (A stale record whose log is newer and reports an error is
-    ``failed``: its rerun failed.)
+    hyperparameters, protocol, suite overrides) or other training code: the workflow
+    reruns it. A record that cannot be read is stale too. (A stale or edited record whose
+    log is newer and reports an error is ``failed``: its rerun failed.)
 ``failed``
     No current record, and the log reports an error (`last_error_line`): a Python
     traceback (the error line is the exception line that ends it, e.g.
@@ -55,7 +62,10 @@ from pathlib import Path
 from ssmbench.config import Job, job_spec, suite_grid
 from ssmbench.staleness import record_state
 
-STATES = ("done", "stale", "failed", "incomplete", "missing")
+STATES = ("done", "stale", "failed", "incomplete", "missing", "edited")
+#: states the counts and the summary line name only when a run is in them: an alarm
+#: that is there when it is needed
+COUNTED_WHEN_PRESENT = ("edited",)
 
 #: how much of the end of a log is read (a traceback fits many times over)
 LOG_TAIL_BYTES = 64 * 1024
@@ -77,7 +87,9 @@ class RunStatus:
     model: str
     fold: int
     state: str
-    detail: str  # failed: the error line; stale: why; incomplete: the log's last line
+    # failed: the error line; stale: why; edited: which file and what to do;
+    # incomplete: the log's last line
+    detail: str
     record: str
     log: str
     checkpoint: str = ""  # a not-done run's checkpoint, if there is one
@@ -195,7 +207,7 @@ def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
     except FileNotFoundError:
         record_mtime = None
     if record_mtime is not None:
-        state = record_state(record, job_spec(params, job))
+        state = record_state(record, job_spec(params, job), root)
         if state.current:
             return status("done")
         try:
@@ -204,6 +216,8 @@ def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
             rerun_failed = None
         if rerun_failed:
             return status("failed", rerun_failed)
+        if state.edited:
+            return status("edited", edited_detail(state.edited))
         return status("stale", state.why)
     data_error = data_log_error(root / params["paths"]["logs"], job)
     try:
@@ -220,6 +234,13 @@ def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
     return status("incomplete", _last_line(log))
 
 
+def edited_detail(problems: tuple[str, ...]) -> str:
+    """What an ``edited`` run shows: which files are not as written, and what to do."""
+    return (
+        f"changed by hand: {'; '.join(problems)}; re-run the job with --force or restore the file"
+    )
+
+
 def suite_status(params: dict, suite: str | None = None, root: str | Path = ".") -> list[RunStatus]:
     """Every run of the suite's grid, in the grid's order. ``params`` as loaded by
     ``ssmbench.config.load_params``; paths are relative to ``root``."""
@@ -229,8 +250,14 @@ def suite_status(params: dict, suite: str | None = None, root: str | Path = ".")
 
 
 def count_states(statuses: list[RunStatus]) -> dict[str, int]:
+    """Runs per state: every state, but those of COUNTED_WHEN_PRESENT only when a run is
+    in them."""
     counts = Counter(s.state for s in statuses)
-    return {state: counts.get(state, 0) for state in STATES}
+    return {
+        state: counts.get(state, 0)
+        for state in STATES
+        if state not in COUNTED_WHEN_PRESENT or counts.get(state)
+    }
 
 
 def summary_line(suite: str, statuses: list[RunStatus]) -> str:

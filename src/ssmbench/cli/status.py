@@ -1,4 +1,5 @@
-"""`ssmbench status`: each run of the suite, done / stale / failed / incomplete / missing."""
+"""`ssmbench status`: each run of the suite, done / stale / failed / incomplete / missing /
+edited."""
 
 from __future__ import annotations
 
@@ -10,14 +11,15 @@ from ssmbench.cli.common import add_suite_argument, load, log
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "status",
-        help="each run of the suite: done / stale / failed / incomplete / missing, with the "
-        "last error line of each failed run (reads records and logs, no dataset)",
+        help="each run of the suite: done / stale / failed / incomplete / missing / edited, "
+        "with the last error line of each failed run and the file of each edited one (reads "
+        "records, the files they name and logs, no dataset)",
     )
     add_suite_argument(p)
     p.add_argument(
         "--state",
         nargs="+",
-        choices=("done", "stale", "failed", "incomplete", "missing"),
+        choices=("done", "stale", "failed", "incomplete", "missing", "edited"),
         help="list only runs in these states (the counts still cover every run)",
     )
     p.add_argument("--format", choices=("table", "csv", "json"), default="table")
@@ -25,7 +27,7 @@ def add_parser(sub) -> None:
 
 
 def cmd_status(args) -> int:
-    """Every run of the suite: done / stale / failed / incomplete / missing (see
+    """Every run of the suite: done / stale / failed / incomplete / missing / edited (see
     ssmbench.status), with counts and each failed run's last error line."""
     from ssmbench.status import format_csv, format_json, format_table, suite_status, summary_line
 

@@ -16,11 +16,18 @@ byte as it was: what a run is (benchmark, dataset, model, fold, seed, settings, 
 what it measured. Where, when and with what it ran (``NOT_IN_METRICS``: wall-clock times,
 host and hardware, the scan path and micro-batches the device chose, the job, git, library
 versions, the code digest and data checksums) stays in the records.
+
+A run whose record or curve is not as it was written (``ssmbench.staleness.unit_problems``:
+its content does not match its ``content_sha256``, or its curve not its ``curve_sha256``)
+is left out of every table, with a line in the report's log naming the file and what to
+do. Its test scores per epoch are a diagnostic that no main table reads: the
+selection-optimism table checks them on its own (``selection_optimism``).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
@@ -32,7 +39,10 @@ import pandas as pd
 
 from ssmbench.io import atomic_write, atomic_write_text
 from ssmbench.report.errors import RecordError
+from ssmbench.staleness import unit_problems
 from ssmbench.train.provenance import PROVENANCE_KEYS
+
+log = logging.getLogger("ssmbench.report")
 
 #: Key order of a run record (docs/contracts.md); metrics.csv columns follow it, less
 #: ``NOT_IN_METRICS``.
@@ -85,9 +95,10 @@ RECORD_KEYS = (
 #: where each setting came from (``origins``; the values are in ``protocol`` and
 #: ``model_params``), wall-clock times, the device the run used and how it ran there (the
 #: scan path its layers took, whether micro-batches were applied: both follow the device,
-#: neither changes a result), the fingerprints of its code, data and curve (the curve
-#: holds wall-clock times), the probes' arrays (train/probes.py) and the file of the test
-#: split's per-epoch scores (a diagnostic that stays out of every result table).
+#: neither changes a result), the fingerprints of its code, data, curve and own content
+#: (the curve and the record hold wall-clock times), the probes' arrays (train/probes.py)
+#: and the file of the test split's per-epoch scores (a diagnostic that stays out of every
+#: result table).
 NOT_IN_METRICS = (
     *PROVENANCE_KEYS,
     "origins",
@@ -98,9 +109,13 @@ NOT_IN_METRICS = (
     "threads",
     "scan",
     "micro_batches",
+    # how often the run was stopped and resumed: a resumed run's results are those of an
+    # uninterrupted one (train.protocol)
+    "resumed",
     "code_digest",
     "dataset_sha256",
     "curve_sha256",
+    "content_sha256",
     "probes",
     # the test split's per-epoch scores (train.epoch_test_scores): a diagnostic kept apart
     "test_scores_file",
@@ -192,6 +207,14 @@ def read_record(path: str | os.PathLike, runs_dir: str | os.PathLike | None = No
     return record
 
 
+def edited_problems(path: str | os.PathLike, record: dict) -> list[str]:
+    """What of a run the tables read is not as it was written: the record's content and
+    its curve (``ssmbench.staleness.unit_problems`` without the test scores, which no main
+    table reads). Empty for a run as written, and for a record written before records
+    held their own sha256 (vouched for by its name)."""
+    return unit_problems(path, record, scores=False)
+
+
 def _cell(value):
     """Nested values (versions, model_params, protocol) become canonical JSON strings."""
     if isinstance(value, (dict, list)):
@@ -205,12 +228,20 @@ def collect_records(runs_dir: str | os.PathLike) -> pd.DataFrame:
 
     Columns follow the contract's key order, then any extra keys (sorted), then
     ``record_path`` (relative to ``runs_dir``). Nested values are JSON strings. No record:
-    an empty frame with the contract's columns. A bad record: :class:`RecordError`.
+    an empty frame with the contract's columns. A bad record: :class:`RecordError`. A
+    record or curve not as written (`edited_problems`) is left out, with a log line.
     """
     runs_dir = Path(runs_dir)
     rows = []
     for path in iter_record_paths(runs_dir):
         record = read_record(path, runs_dir)
+        problems = edited_problems(path, record)
+        if problems:
+            log.warning(
+                "%s left out: changed by hand: %s; re-run the job with --force or restore "
+                "the file", path, "; ".join(problems),
+            )  # fmt: skip
+            continue
         row = {k: _cell(v) for k, v in record.items()}
         row["record_path"] = path.relative_to(runs_dir).as_posix()
         rows.append(row)

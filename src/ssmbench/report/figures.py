@@ -19,7 +19,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ssmbench.io import atomic_write
-from ssmbench.staleness import CURVE_FILE_KEY, curve_problem
+from ssmbench.staleness import CURVE_FILE_KEY, content_problem, curve_problem
 from ssmbench.train.record import CURVE_COLUMNS
 
 from .aggregate import RecordError, read_record
@@ -48,7 +48,9 @@ def load_curves(runs_dir: str | os.PathLike, models: Sequence[str] | None = None
     curve its record does not vouch for (``ssmbench.staleness.curve_problem``: not the
     file the record names, or not the sha256 it holds: a new run's curve beside the
     previous run's record); a record that names no curve file vouches for the one beside
-    it."""
+    it. A curve whose record is not as it was written (its content does not match its
+    ``content_sha256``: ``ssmbench.staleness.content_problem``) is left out with a
+    warning too, as the tables leave out that record."""
     runs_dir = Path(runs_dir)
     if not runs_dir.is_dir():
         raise FileNotFoundError(f"runs directory not found: {runs_dir}")
@@ -60,6 +62,14 @@ def load_curves(runs_dir: str | os.PathLike, models: Sequence[str] | None = None
             continue
         record = read_record(record_path, runs_dir)
         if models is not None and record["model"] not in models:
+            continue
+        edited = content_problem(record)
+        if edited:
+            warnings.warn(
+                f"curve {path} left out: its record {record_path.name} was changed by hand "
+                f"({edited}); re-run the job with --force or restore the file",
+                stacklevel=2,
+            )
             continue
         if CURVE_FILE_KEY in record:
             problem = (

@@ -2,12 +2,12 @@
 
 A run on a cluster can be stopped before it finishes (``ssmbench.train.stop``: SIGTERM or
 SIGUSR1 abandon the batch in flight, ``ssmbench.train.rewind``, write a checkpoint of the
-state before it and exit with `RESUME_EXIT_CODE`); the retried job (Snakemake ``--retries``) or the requeued one (SLURM
-``--requeue``) resumes from it and produces the record an uninterrupted run would have
-produced. A checkpoint is also written every ``checkpoint_every`` epochs, but not within
-``checkpoint_min_seconds`` of the previous one (params.yaml ``protocol``), so a hard kill
-(SIGKILL, a node failure) loses at most that many epochs or that many seconds of
-training, whichever is more.
+state before it and exit with `RESUME_EXIT_CODE`); the retried job (Snakemake
+``--retries``) or the requeued one (SLURM ``--requeue``) resumes from it and produces the
+record an uninterrupted run would have produced. A checkpoint is also written every
+``checkpoint_every`` epochs, but not within ``checkpoint_min_seconds`` of the previous one
+(params.yaml ``protocol``), so a hard kill (SIGKILL, a node failure) loses at most that
+many epochs or that many seconds of training, whichever is more.
 
 A checkpoint holds everything the rest of the run depends on: the model and optimizer,
 the epoch and the batch within it, the running sums of the epoch in progress, every

@@ -25,11 +25,10 @@ import io
 import math
 from pathlib import Path
 
+from ssmbench.staleness import SCORES_FILE_KEY, SCORES_SHA256_KEY  # noqa: F401 (re-exported)
+
 #: the columns of a run's test scores, one row per validated epoch
 SCORES_COLUMNS = ("epoch", "test_loss", "test_accuracy")
-#: the record keys that tie it to its test scores
-SCORES_FILE_KEY = "test_scores_file"
-SCORES_SHA256_KEY = "test_scores_sha256"
 
 
 def scores_path_of(record_path: str | Path) -> Path:

@@ -92,12 +92,12 @@ def run_job(
 
     With `checkpoint_path` (``ssmbench train`` passes ``paths.checkpoints/...``), the run
     resumes from the checkpoint there if it was made with these settings and code, writes
-    one every ``checkpoint_every`` epochs and deletes it once the record is written.
-    SIGTERM and SIGUSR1 stop the run within seconds (the batch or validation in flight
-    abandoned and undone), with a checkpoint when it has a location: `TrainingInterrupted` (exit status 75) is raised. `stop`: the
-    caller's active `StopRequest`, which has caught the signals since before this call
-    (``ssmbench train``: a signal during its start-up stops the run before training);
-    without it the run catches them itself, from here on."""
+    one every ``checkpoint_every`` epochs and deletes it once the record is written. SIGTERM
+    and SIGUSR1 stop the run within seconds (the batch or validation in flight abandoned and
+    undone), with a checkpoint when it has a location: `TrainingInterrupted` (exit status
+    75) is raised. `stop`: the caller's active `StopRequest`, which has caught the signals
+    since before this call (``ssmbench train``: a signal during its start-up stops the run
+    before training); without it the run catches them itself, from here on."""
     checkpoint = Path(checkpoint_path) if checkpoint_path is not None else None
     if stop is not None:
         stop.disarm()  # from here on the run decides where it stops

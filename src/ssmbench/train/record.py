@@ -22,8 +22,15 @@ A run may publish files of its own beside these (``extra``: the test scores of
 error publishes nothing, and renamed into place first; the record holds their sha256, so
 one left beside an older record by a failed rename is seen not to belong to it.
 
+The record holds the sha256 of its own content (``content_sha256``,
+``ssmbench.staleness.sealed``), so a record changed after it was written is seen by every
+reader too.
+
 Leftovers of a killed publication (staged files, a kept previous curve) are removed by
-the run's next publication.
+the run's next publication. Removing a leftover or a staged file is never what fails a
+publication: one that cannot be removed (a read-only folder) stays for the next, and the
+error that stopped the publication is the one reported. A folder that takes no writes
+(read-only, no permission) is named in the error with what to do.
 """
 
 from __future__ import annotations
@@ -37,7 +44,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ssmbench.io import atomic_write_json, atomic_write_text
-from ssmbench.staleness import CURVE_FILE_KEY, CURVE_SHA256_KEY, sha256_hex
+from ssmbench.staleness import CURVE_FILE_KEY, CURVE_SHA256_KEY, sealed, sha256_hex
 from ssmbench.train.epoch_test_scores import (
     SCORES_FILE_KEY,
     SCORES_SHA256_KEY,
@@ -51,6 +58,8 @@ CURVE_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accur
 
 STAGED_SUFFIX = ".staged"
 PREVIOUS_SUFFIX = ".previous"
+#: the causes that say the folder takes no writes at all (not a full disk)
+NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 class RecordWriteError(OSError):
@@ -71,18 +80,41 @@ def _hidden(path: Path, tag: str, suffix: str) -> Path:
     return path.with_name(f".{path.name}.{tag}{suffix}")
 
 
+def _discard(*paths: Path) -> None:
+    """Remove files that are not part of any published unit (staged files, kept previous
+    curves), as far as the folder allows: no reader's pattern matches their dot names,
+    and one left behind is removed by the run's next publication."""
+    for path in paths:
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:  # a read-only folder says EROFS even for a missing file
+            pass
+
+
 def _remove_leftovers(*targets: Path) -> None:
     """Staged files and kept previous curves of earlier publications that were killed."""
     for target in targets:
         for suffix in (STAGED_SUFFIX, PREVIOUS_SUFFIX):
-            for leftover in target.parent.glob(f".{target.name}.*{suffix}"):
-                leftover.unlink(missing_ok=True)
+            _discard(*target.parent.glob(f".{target.name}.*{suffix}"))
 
 
 def _describe(exc: OSError) -> str:
     code = errno.errorcode.get(exc.errno, "") if exc.errno else ""
     cause = exc.strerror or str(exc) or type(exc).__name__
     return f"{cause} ({code})" if code else cause
+
+
+def _what_to_do(exc: OSError, folder: Path) -> str:
+    """For a folder that takes no writes: which one (the record's, or the nearest that
+    exists when it cannot be made), and what to do."""
+    if exc.errno not in NOT_WRITABLE:
+        return ""
+    while not folder.is_dir() and folder.parent != folder:
+        folder = folder.parent
+    return (
+        f"; the folder {folder} takes no writes: make it writable (or set paths.runs to a "
+        "folder that is) and run the job again"
+    )
 
 
 def publish_record(
@@ -94,8 +126,9 @@ def publish_record(
     """Publish ``record`` at `record_path` and ``curve_text`` beside it
     (`curve_path_of`), as the module docstring says; ``extra``: {path beside the record:
     its text}, published before them (the record holds their sha256: the caller's keys).
-    Returns the record as written: with ``curve_file`` and ``curve_sha256``.
-    `RecordWriteError` if any of them cannot be written."""
+    Returns the record as written: with ``curve_file``, ``curve_sha256`` and the sha256
+    of its own content (``content_sha256``). `RecordWriteError` if any of them cannot be
+    written."""
     record_path = Path(record_path)
     curve_path = curve_path_of(record_path)
     record = {
@@ -103,6 +136,7 @@ def publish_record(
         CURVE_FILE_KEY: curve_path.name,
         CURVE_SHA256_KEY: sha256_hex(curve_text.encode("utf-8")),
     }
+    record = sealed(record)  # a NaN stays: atomic_write_json refuses it, naming the field
     had_record = record_path.is_file()
     kept = (
         f"the previous record {record_path.name} and its curve were kept"
@@ -114,7 +148,7 @@ def publish_record(
     staged_record = _hidden(record_path, tag, STAGED_SUFFIX)
     extra = {Path(path): text for path, text in (extra or {}).items()}
     staged_extra = {path: _hidden(path, tag, STAGED_SUFFIX) for path in extra}
-    writing = curve_path
+    writing = record_path.parent
     try:
         record_path.parent.mkdir(parents=True, exist_ok=True)
         _remove_leftovers(curve_path, record_path, *extra)
@@ -126,20 +160,23 @@ def publish_record(
         writing = record_path
         atomic_write_json(staged_record, record)
     except BaseException as exc:  # a full disk, a value JSON cannot hold, a signal...
-        for staged in (staged_curve, staged_record, *staged_extra.values()):
-            staged.unlink(missing_ok=True)
+        _discard(staged_curve, staged_record, *staged_extra.values())
         if isinstance(exc, OSError):
-            message = f"could not write {writing}: {_describe(exc)}; {kept}"
+            message = (
+                f"could not write {writing}: {_describe(exc)}; {kept}"
+                f"{_what_to_do(exc, record_path.parent)}"
+            )
             raise RecordWriteError(message, exc) from exc
         raise
     for path, staged in staged_extra.items():
         try:
             os.replace(staged, path)
         except OSError as exc:
-            for left in (staged_curve, staged_record, *staged_extra.values()):
-                left.unlink(missing_ok=True)
+            _discard(staged_curve, staged_record, *staged_extra.values())
             raise RecordWriteError(
-                f"could not publish {path}: {_describe(exc)}; {kept}", exc
+                f"could not publish {path}: {_describe(exc)}; {kept}"
+                f"{_what_to_do(exc, record_path.parent)}",
+                exc,
             ) from exc
     _rename_pair(staged_curve, curve_path, staged_record, record_path, tag, kept)
     return record
@@ -167,14 +204,15 @@ def _rename_pair(
                 curve_path.unlink(missing_ok=True)
             raise
     except OSError as exc:
-        staged_curve.unlink(missing_ok=True)
-        staged_record.unlink(missing_ok=True)
+        _discard(staged_curve, staged_record)
         raise RecordWriteError(
-            f"could not publish {record_path}: {_describe(exc)}; {kept}", exc
+            f"could not publish {record_path}: {_describe(exc)}; {kept}"
+            f"{_what_to_do(exc, record_path.parent)}",
+            exc,
         ) from exc
     finally:
         if previous is not None:
-            previous.unlink(missing_ok=True)
+            _discard(previous)
 
 
 def write_run(

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from ssmbench.io import atomic_write_json
 from ssmbench.search_space import DIRECTIONS, TUNED_FORMAT, search_digest, split_params, suggest
+from ssmbench.staleness import sealed
 from ssmbench.train.checks import DivergedError
 from ssmbench.train.protocol import validate_job
 from ssmbench.train.stop import StopRequest, TrainingInterrupted
@@ -284,6 +285,7 @@ def run_search(
         "code_digest": base_spec.get("code"),
         "written": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+    tuned = sealed(tuned)  # with the sha256 of its content: an edit is seen by its readers
     atomic_write_json(tuned_path, tuned)
     log(f"wrote {tuned_path}: best trial {best.number} {monitor} {best.value:.6g} "
         f"{json.dumps(best.params, sort_keys=True)}")  # fmt: skip
