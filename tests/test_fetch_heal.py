@@ -122,13 +122,15 @@ def test_fetch_force_fetches_a_copy_that_matches_its_provenance(tmp_path, monkey
     argv = ["--params", "params.yaml", "fetch", "--benchmark", "uea", "--dataset", UEA]
     assert main(argv) == 0
     prov_path = project / "data" / "raw" / "uea" / UEA / PROVENANCE
-    first = json.loads(prov_path.read_text())["fetched"]
-    # the archive's copy changes; the raw copy still matches its own provenance
+    # the archive's copy changes in place: the fetch sees it and fetches it again
     shutil.copyfile(_bundled("TEST"), archive / UEA / f"{UEA}_TRAIN.ts")
     assert main(argv) == 0
     raw_train = project / "data" / "raw" / "uea" / UEA / f"{UEA}_TRAIN.ts"
-    assert raw_train.read_bytes() == _bundled("TRAIN").read_bytes()  # kept: not forced
-    assert main([*argv, "--force"]) == 0
     assert raw_train.read_bytes() == _bundled("TEST").read_bytes()
-    assert json.loads(prov_path.read_text())["raw_files"] != first
+    assert "changed since it was fetched" in json.loads(prov_path.read_text())["fetched_because"]
+    # an unchanged copy is kept; --force fetches it again all the same (a file of its own)
+    inode = raw_train.stat().st_ino
+    assert main(argv) == 0 and raw_train.stat().st_ino == inode
+    assert main([*argv, "--force"]) == 0 and raw_train.stat().st_ino != inode
+    assert raw_train.read_bytes() == _bundled("TEST").read_bytes()
     assert "fetched uea/BasicMotions" in capsys.readouterr().err

@@ -318,15 +318,16 @@ def test_local_dir_missing_files(hub_env, tmp_path):
 
 
 # --------------------------------------------------------------------------- prepare
-def test_float32_x_is_hard_linked(hub_env, tmp_path):
+def test_float32_x_is_copied_not_linked(hub_env, tmp_path):
     X, y, folds, files = make_dataset(np.float32, name="LakeIce")
     write_files(tmp_path / "local" / "LakeIce", files)
     fetch_monster("LakeIce", tmp_path / "raw", local_dir=tmp_path / "local")
     out = prepare_monster("LakeIce", tmp_path / "raw", tmp_path / "prepared")
     raw_x = tmp_path / "raw" / "LakeIce" / "LakeIce_X.npy"
-    assert os.stat(out / "X.npy").st_ino == os.stat(raw_x).st_ino
+    assert os.stat(out / "X.npy").st_ino != os.stat(raw_x).st_ino
+    assert os.stat(out / "X.npy").st_nlink == os.stat(raw_x).st_nlink == 1
     meta = json.loads((out / "meta.json").read_text())
-    assert meta["x_storage"] == "hardlink" and meta["raw_x_dtype"] == "float32"
+    assert meta["x_storage"] == "copy" and meta["raw_x_dtype"] == "float32"
     assert meta["domain"] == "Satellite"
     assert any(d.startswith("N: catalog 129280") for d in meta["catalog_differences"])
     ds = PreparedDataset(out)

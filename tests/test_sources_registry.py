@@ -140,7 +140,8 @@ def _toy_prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Pat
     n = int((raw_dir / name / "rows.txt").read_text())
     X = np.arange(n * 2 * 3, dtype=np.float32).reshape(n, 2, 3)
     meta = {"name": name, "N": n, "C": 2, "L": 3, "task": "classification",
-            "fold_scheme": "official_split", "n_folds": 1, "n_train": n - 2}  # fmt: skip
+            "fold_scheme": "official_split", "n_folds": 1, "n_train": n - 2,
+            "n_classes": 2}  # fmt: skip
     texts = {"test_indices_fold_0.txt": index_text(range(n - 2, n))}
     return write_prepared_folder(
         out_dir, name, {"X.npy": X, "y.npy": np.arange(n) % 2}, texts, meta
@@ -198,7 +199,7 @@ def test_a_registered_made_source_records_its_recipe(monkeypatch, tmp_path):
     def prepare(name, raw_dir, out_dir, settings):
         n = settings["generator"]["n"]
         X = np.zeros((n, 1, 2), dtype=np.float32)
-        meta = {"N": n, "C": 1, "L": 2, "task": "classification",
+        meta = {"N": n, "C": 1, "L": 2, "task": "classification", "n_classes": 1,
                 "fold_scheme": "official_split", "n_folds": 1}  # fmt: skip
         texts = {"test_indices_fold_0.txt": index_text([0])}
         return write_prepared_folder(out_dir, name, {"X.npy": X, "y.npy": np.zeros(n)}, texts, meta)

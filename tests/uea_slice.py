@@ -2,7 +2,9 @@
 
 ``../shared/data/uea-xz/MotorImagery/MotorImagery_{TRAIN,TEST}.ts.xz`` (415 MB and 122 MB
 of ``.ts`` text) is read from its beginning only: the header lines and the first rows, each
-channel cut to its first values, ``@seriesLength`` set to match. :func:`motor_imagery_slice`
+channel cut to its first values, ``@seriesLength`` set to match, and an ``@subset`` line
+saying so (a subset of the catalog's MotorImagery that does not declare itself is refused
+when prepared: ``ssmbench.data.uea``). :func:`motor_imagery_slice`
 writes them into an archive folder (plain, ``.ts.xz`` or ``.ts.gz``) with a ``SHA256SUMS`` of
 the decompressed content, the form ``ssmbench.data.uea.fetch_uea`` reads as ``archive_dir``.
 
@@ -26,6 +28,11 @@ NAME = "MotorImagery"
 UEA_XZ = Path(
     os.environ.get("SSMBENCH_UEA_XZ")
     or Path(__file__).resolve().parents[2] / "shared" / "data" / "uea-xz"
+)
+#: the header line by which the slice declares itself a subset of the catalog's
+#: MotorImagery (its rows and length differ from the catalog entry's on purpose)
+SUBSET_LINE = (
+    b"@subset the first %d %s rows, each channel cut to its first %d values (tests/uea_slice.py)\n"
 )
 #: file suffix per ``compression`` argument
 SUFFIX = {None: "", "none": "", "xz": ".xz", "gz": ".gz", "gzip": ".gz"}
@@ -60,6 +67,8 @@ def slice_ts(split: str, n_rows: int, length: int) -> bytes:
                 if line.lower().startswith(b"@serieslength"):
                     line = b"@seriesLength %d" % length
                 in_data = line.strip().lower() == b"@data"
+                if in_data:  # the slice says what it is (ssmbench.data.uea: SUBSET_TAG)
+                    out.append(SUBSET_LINE % (n_rows, split.encode(), length))
                 out.append(line + b"\n")
                 continue
             if not line.strip():

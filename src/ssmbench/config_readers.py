@@ -90,6 +90,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "benchmarks.*.archive_dir": ("ssmbench.data.source_uea",),
     "benchmarks.*.download": ("ssmbench.data.source_uea",),
     "benchmarks.*.normalise": ("ssmbench.data.source_uea",),
+    "benchmarks.*.max_prepared_ratio": ("ssmbench.data.source_uea:prepare",),
     "benchmarks.*.revision": ("ssmbench.data.source_monster",),
     "benchmarks.*.local_dir": ("ssmbench.data.source_monster",),
     "benchmarks.*.offline": ("ssmbench.data.source_monster",),

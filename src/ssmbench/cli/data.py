@@ -67,6 +67,8 @@ def cmd_prepare(args) -> int:
         f"prepared {path}: N={meta['N']} C={meta['C']} L={meta['L']} classes={meta['n_classes']} "
         f"length_policy={meta.get('length_policy')!r}"
     )
+    for warning in meta.get("warnings") or []:  # also in meta.json: prepared, but not as asked
+        log(f"warning: {warning}")
     return 0
 
 

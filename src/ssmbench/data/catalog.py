@@ -7,7 +7,16 @@ Bagnall et al., "The UEA multivariate time series classification archive, 2018"
 ``classes``, ``n_train``, ``n_test``. A field we are not sure of is left out rather than
 guessed (InsectWingbeat's length and split sizes differ between archive releases).
 The prepared ``meta.json`` holds the values actually read from the files; these are for
-planning (batch sizes, resources) and the report's domain grouping.
+planning (batch sizes, resources), the report's domain grouping, and a check of what
+was read (:func:`compare_with_catalog`).
+
+**Checked against the data.** Preparing a UEA or MONSTER dataset compares what its files
+hold with its entry (:data:`CHECKED_FIELDS`): for UEA a difference is an error (a ``.ts``
+file cut short at a line end reads as fewer rows and raises nothing else), for MONSTER a
+recorded warning. A difference that is known and accepted is written into the entry as
+``expected_differences``: ``{field: {"data": the value the files hold, "reason": why}}``;
+the value is pinned, so another value is still a difference. None is listed today: the
+ten UEA sets of ``../shared/data/uea`` agree with their entries in every field.
 
 ``MONSTER_DATASETS`` holds the 29 MONSTER datasets of the MS4N study, grouped by domain as
 the MS4N paper's Table 4 groups them (its "SI" column is ``"Satellite"`` here). ``N``
@@ -455,6 +464,12 @@ UEA6_DATASETS["BasicMotions"] = {
     "notes": "UEA BasicMotions under the UEA-6 protocol: 80 rows, no duplicates.",
 }
 
+#: The fields of an entry that a preparation compares with what it read, per benchmark.
+CHECKED_FIELDS: dict[str, tuple[str, ...]] = {
+    "uea": ("n_train", "n_test", "C", "L", "classes"),
+    "monster": ("N", "C", "L", "classes"),
+}
+
 _CATALOGS = {
     "uea": UEA_DATASETS,
     "monster": MONSTER_DATASETS,
@@ -563,3 +578,30 @@ def domain_of(benchmark: str, name: str, default: str = "Other") -> str:
     if name not in table:
         name = next((k for k, v in table.items() if name in v.get("aliases", ())), name)
     return table.get(name, {}).get("domain", default)
+
+
+def compare_with_catalog(benchmark: str, name: str, read: dict[str, int]) -> dict:
+    """What was read from a dataset's files (``read``: a value per field of
+    :data:`CHECKED_FIELDS`) against its catalog entry.
+
+    Returns ``{"entry": "<benchmark>/<name>" (None when the catalog has no such entry),
+    "compared": [the fields the entry gives], "differences": [{"field", "catalog", "data",
+    "reason"}]}``; ``reason`` is the entry's ``expected_differences`` reason where it
+    expects exactly that value, else None (an unexpected difference). A field the entry
+    leaves out (not known, e.g. InsectWingbeat's L) is not compared.
+    """
+    info = _CATALOGS.get(benchmark, {}).get(name)
+    if info is None:
+        return {"entry": None, "compared": [], "differences": []}
+    expected = info.get("expected_differences") or {}
+    compared, differences = [], []
+    for field in CHECKED_FIELDS.get(benchmark, ()):
+        want, got = info.get(field), read.get(field)
+        if want is None or got is None:
+            continue
+        compared.append(field)
+        if want != got:
+            known = expected.get(field) or {}
+            reason = known.get("reason") if known.get("data") == got else None
+            differences.append({"field": field, "catalog": want, "data": got, "reason": reason})
+    return {"entry": f"{benchmark}/{name}", "compared": compared, "differences": differences}

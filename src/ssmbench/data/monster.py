@@ -17,8 +17,13 @@ Where the files come from:
    if it holds ``<Name>_X.npy``, else ``<local_dir>/`` itself (e.g. the target of
    ``hf download monster-monash/<Name> --repo-type dataset --local-dir ...``). A
    ``SHA256SUMS`` file (``sha256sum`` output) in ``<local_dir>/`` (paths ``<Name>/<file>``)
-   or in the dataset folder (bare file names) is checked when present. Files are hard-linked
-   into ``<raw_dir>/<Name>/`` when on the same filesystem, else copied.
+   or in the dataset folder (bare file names) is checked when present. Files are copied
+   into ``<raw_dir>/<Name>/`` (``download.copy_file``: copy-on-write where the filesystem
+   offers it, never a hard link), so the raw copy is a snapshot: editing the source
+   changes neither it nor the prepared data. ``provenance.json`` records the folder
+   (``source_url``) and each file's stamp (``origin``: path, size, times, inode); a fetch
+   re-copies when ``local_dir`` points elsewhere or a source file's content changed (its
+   stamp differs and so does its sha256), and says why (``fetched_because``).
 2. Offline (``offline=True``, or ``HF_HUB_OFFLINE=1``) without ``local_dir``: the files
    already in ``<raw_dir>/<Name>/``; nothing else.
 3. The Hub, through ``huggingface_hub.hf_hub_download`` (endpoint ``HF_ENDPOINT``, default
@@ -31,22 +36,29 @@ Where the files come from:
    corrupt download therefore leaves the previous good copy (and its provenance) as it was.
 
 A fetch whose files are already in place with the checksums of ``provenance.json`` does
-nothing (no network), unless ``force`` or ``revision`` pins a commit other than the recorded
-one.
+nothing (no network), unless ``force``, ``revision`` pins a commit other than the recorded
+one or names another branch or tag than the one fetched, or the copy came from elsewhere
+than the request's source (:func:`origin_problem`).
 
 Policies of ``prepare_monster`` (also written into each ``meta.json``):
 
 * **Values.** MONSTER data are used as given: no normalisation (``{"kind": "none"}``), no
   padding (every series has length L). ``X`` becomes float32: a float32 C-order file is
-  hard-linked as the prepared ``X.npy`` (copied across filesystems); anything else (float64,
-  integers, Fortran order) is converted chunk of rows by chunk of rows.
+  copied as the prepared ``X.npy`` (a file of its own, copy-on-write where the filesystem
+  offers it; its sha256 is that of the copy) and anything else (float64, integers, Fortran
+  order) is converted chunk of rows by chunk of rows.
 * **NaNs.** Any NaN or infinite value in ``X`` (or a float64 value beyond the float32 range)
   makes preparation fail, naming the file and the count: we do not impute.
 * **Labels.** Class ids are ``0..K-1`` in sorted order of the original label values;
   ``meta["classes"]`` holds those values as strings (as for UEA), ``meta["label_values"]``
   as JSON numbers (or strings).
+* **Catalog.** N, C, L and the number of classes are compared with the catalog's entry
+  (``meta["catalog_check"]``); a difference it does not expect is a recorded warning
+  (``meta["warnings"]``, printed by ``ssmbench prepare``), not an error: the files are
+  the fetched release, checked against the Hub's checksums.
 * **Folds.** The five ``test_indices_fold_{k}.txt`` are copied verbatim after checking that
-  every index is an integer in ``[0, N)`` and that no fold repeats an index;
+  every index is an integer in ``[0, N)``, that no fold repeats an index and that none
+  covers every row (it would leave nothing to train on);
   ``meta["folds_partition"]`` says whether the folds are disjoint and cover every row.
 
 Memory: ``X`` is read sequentially in chunks of about ``npy_chunks.CHUNK_BYTES`` (hashing,
@@ -64,9 +76,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ssmbench.data.catalog import MONSTER_DATASETS, domain_of
+from ssmbench.data.catalog import MONSTER_DATASETS, compare_with_catalog, domain_of
 from ssmbench.data.checksums import GIT_BLOB_SHA1, file_digests, listed_sha256, sha256_file
-from ssmbench.data.download import install_staged, staged_path, staging
+from ssmbench.data.download import copy_file, install_staged, staged_path, staging
 from ssmbench.data.errors import DataError
 from ssmbench.data.npy_chunks import (
     read_npy_header,
@@ -75,9 +87,12 @@ from ssmbench.data.npy_chunks import (
     write_npy,
 )
 from ssmbench.data.provenance import (
+    ORIGIN,
     PROVENANCE,
     REJECTED,
+    file_stamp,
     refetch_command,
+    source_change,
     utc_now,
     verified_provenance,
 )
@@ -163,7 +178,7 @@ def _hub_version() -> str | None:
 def _fits_request(prov: dict, revision: str, local_dir) -> bool:
     """Whether a complete recorded fetch satisfies this request without fetching again."""
     if local_dir is not None:
-        return True  # same checksums: copying the same bytes again would change nothing
+        return True  # where the copy came from, and whether it changed: origin_problem
     pinned = _SHA1_RE.fullmatch(str(revision).lower()) is not None
     return not (pinned and prov.get("source") == "hub" and prov.get("revision") != revision)
 
@@ -171,6 +186,67 @@ def _fits_request(prov: dict, revision: str, local_dir) -> bool:
 def _write_provenance(dest: Path, prov: dict) -> dict:
     atomic_write_json(dest / PROVENANCE, prov, sort_keys=False)
     return prov
+
+
+def origin_problem(
+    name: str,
+    dest: Path,
+    prov: dict,
+    *,
+    revision: str = "main",
+    local_dir: str | os.PathLike | None = None,
+    offline: bool = False,
+) -> tuple[str | None, dict]:
+    """Why the raw copy ``dest`` (recorded by ``prov``) no longer stands for where this
+    request takes ``name`` from, or None; and the source stamps now (to record when only
+    they changed: ``provenance.source_change``). Decided without network:
+
+    * ``local_dir`` set: the copy came from another folder, or from the Hub; or a source
+      file's content changed since the fetch (same path, other bytes).
+    * ``local_dir`` unset, online: the copy came from a ``local_dir`` (not files adopted in
+      the raw folder), or from the Hub at another branch or tag than ``revision`` (a
+      pinned commit is :func:`_fits_request`'s).
+    """
+    stamps = prov.get(ORIGIN) or {}
+    source, url = prov.get("source"), prov.get("source_url")
+    if local_dir is None:
+        if offline or _hub_offline():
+            return None, stamps
+        if source == "local_dir" and url != str(dest.resolve()):
+            return (
+                f"benchmarks.monster.local_dir is unset (download from the Hub), but the raw "
+                f"copy came from local_dir {url}",
+                {},
+            )
+        pinned = _SHA1_RE.fullmatch(str(revision).lower()) is not None
+        requested = prov.get("revision_requested")
+        if source == "hub" and not pinned and requested not in (None, revision):
+            return f"revision is {revision!r}, but the raw copy is of revision {requested!r}", {}
+        return None, stamps
+    root = Path(local_dir)
+    folder = _local_folder(name, root)
+    if folder is None:  # the source is gone: the copy stands if it came from there
+        if source == "local_dir" and url in (str((root / name).resolve()), str(root.resolve())):
+            return None, stamps
+        return f"benchmarks.monster.local_dir is {root}, but the raw copy came from {url}", {}
+    if source != "local_dir" or url != str(folder.resolve()):
+        return (
+            f"benchmarks.monster.local_dir is {root} ({folder.resolve()}), but the raw copy "
+            f"came from {'local_dir ' if source == 'local_dir' else 'the Hub, '}{url}",
+            {},
+        )
+    files = {f"{name}/{f}": folder / f for f in folder_files(name, folder)}
+    for path in files.values():
+        if folder.resolve() != dest.resolve() and _same_file(path, dest / path.name):
+            return f"{dest / path.name} is a hard link to {path}, not a copy of its own", {}
+    return source_change(files, prov.get("raw_files") or {}, stamps)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 # --------------------------------------------------------------------------- local_dir
@@ -196,29 +272,39 @@ def locate_local(name: str, local_dir: str | os.PathLike) -> Path:
     )
 
 
-def _link_or_copy(src: Path, dst: Path) -> str:
-    """Hard-link ``src`` to ``dst``, or copy it (chunked) across filesystems; returns how."""
-    try:
-        os.link(src, dst)
-        return "hardlink"
-    except OSError:
-        shutil.copyfile(src, dst)  # chunked (sendfile / copy_file_range), small memory
-        return "copy"
+def local_files(name: str, local_dir: str | os.PathLike | None) -> list[Path]:
+    """The files of ``local_dir`` that a fetch copies, as far as they exist; none without
+    ``local_dir``."""
+    folder = None if local_dir is None else _local_folder(name, Path(local_dir))
+    if folder is None:
+        return []
+    return [folder / f for f in folder_files(name, folder) if (folder / f).is_file()]
+
+
+def _local_folder(name: str, root: Path) -> Path | None:
+    """The folder of ``root`` holding ``<name>_X.npy`` (:func:`locate_local`'s order), or
+    None; nothing is checked beyond that file."""
+    for folder in (root / name, root):
+        if (folder / f"{name}_X.npy").is_file():
+            return folder
+    return None
 
 
 def _fetch_local(name: str, dest: Path, root: Path, folder: Path) -> dict:
     files = folder_files(name, folder)
     expected, sums_used = listed_sha256(root, folder, name, files)
-    raw_files, sizes, verified = {}, {}, {}
+    raw_files, sizes, verified, stamps = {}, {}, {}, {}
     with staging(dest) as staged:
         for fname in files:
             src = folder / fname
+            # taken before the copy: a change while copying shows as a stamp that differs
+            stamps[f"{name}/{fname}"] = file_stamp(src)
             if src.resolve() == (dest / fname).resolve():
                 tmp = src  # the files are already in place (offline adoption)
             else:
                 tmp = staged_path(dest, fname)
                 try:
-                    _link_or_copy(src, tmp)
+                    copy_file(src, tmp)
                 except OSError as e:
                     raise DataError(f"{src}: could not copy it to {dest} ({e}).") from e
                 staged[fname] = tmp
@@ -243,6 +329,7 @@ def _fetch_local(name: str, dest: Path, root: Path, folder: Path) -> dict:
         "source_url": str(folder.resolve()),
         "raw_files": raw_files,
         "sizes": sizes,
+        ORIGIN: stamps,
         "verified": verified,
         "verified_against": sums_used,
         "huggingface_hub_version": _hub_version(),
@@ -404,21 +491,32 @@ def fetch_monster(
 
     Returns the provenance ``{dataset, source ("hub" | "local_dir"), repo_id, revision (the
     resolved commit, when known), source_url, raw_files {"<name>/<file>": sha256}, sizes,
-    verified, fetched, ...}``, also written to ``<raw_dir>/<name>/provenance.json``. See the
-    module docstring for the sources and their order. ``endpoint`` overrides ``HF_ENDPOINT``.
+    origin (local_dir: each source file's stamp), verified, fetched, fetched_because (why a
+    recorded copy was replaced), ...}``, also written to
+    ``<raw_dir>/<name>/provenance.json``. See the module docstring for the sources and their
+    order. ``endpoint`` overrides ``HF_ENDPOINT``.
     """
     _check_name(name)
     raw_dir = Path(raw_dir)
     dest = raw_dir / name
 
     existing = verified_provenance(dest, name, folder_files(name, dest))
-    if existing is not None and not force and _fits_request(existing, revision, local_dir):
-        return existing
+    because = None
+    if existing is not None and not force:
+        because, stamps = origin_problem(
+            name, dest, existing, revision=revision, local_dir=local_dir, offline=offline
+        )
+        if because is None and _fits_request(existing, revision, local_dir):
+            if stamps == (existing.get(ORIGIN) or {}):
+                return existing
+            # touched, not changed: record the stamps, so the next check reads nothing
+            return _write_provenance(dest, {**existing, ORIGIN: stamps})
+    why = {"fetched_because": because} if because else {}
 
     if local_dir is not None:
         root = Path(local_dir)
         prov = _fetch_local(name, dest, root, locate_local(name, root))
-        return _write_provenance(dest, prov)
+        return _write_provenance(dest, prov | why)
 
     if offline or _hub_offline():
         if existing is not None and _fits_request(existing, revision, None):
@@ -450,7 +548,7 @@ def fetch_monster(
         )
 
     prov = _fetch_hub(name, dest, revision, endpoint)
-    return _write_provenance(dest, prov)
+    return _write_provenance(dest, prov | why)
 
 
 def _labels(path: Path, N: int, out: Path, chunk_rows: int | None) -> tuple[list, int]:
@@ -502,6 +600,13 @@ def _check_fold(path: Path, N: int, seen: np.ndarray) -> int:
         size += _mark(path, lines, lineno, N, mask)
     if size == 0:
         raise DataError(f"{path}: empty test set. Fetch the dataset again.")
+    if size == N:
+        raise DataError(
+            f"{path}: the test rows cover all {N} rows of X, so the fold leaves no row to "
+            f"train on (or to draw validation rows from). A fold's file lists only its test "
+            f"rows: this one belongs to another dataset or was written wrong; fetch the "
+            f"dataset again."
+        )
     seen += mask
     return size
 
@@ -582,12 +687,25 @@ def prepare_monster(
             f"C = {info['C']} channels of L = {info['L']} steps; MONSTER's files are "
             "(N, C, L): transpose the array (np.swapaxes(X, 1, 2)) and fetch it again."
         )
-    link = dtype == np.dtype(np.float32) and not fortran
+    as_is = dtype == np.dtype(np.float32) and not fortran
 
     out_dir.mkdir(parents=True, exist_ok=True)
     target = out_dir / name
     with atomic_folder(target) as tmp:
-        x_sha, bad = scan_and_convert(x_path, hdr, None if link else tmp / "X.npy", chunk_rows)
+        if as_is:
+            # a file of its own, never a link to the raw copy (or to the user's file): the
+            # sha256 recorded below is that of the prepared bytes themselves
+            try:
+                copy_file(x_path, tmp / "X.npy")
+            except OSError as e:
+                raise DataError(
+                    f"{x_path}: could not copy it into the prepared folder {target} "
+                    f"({e.strerror or e}); nothing was prepared (the previous folder, if "
+                    "any, was kept)."
+                ) from e
+            x_sha, bad = scan_and_convert(tmp / "X.npy", hdr, None, chunk_rows)
+        else:
+            x_sha, bad = scan_and_convert(x_path, hdr, tmp / "X.npy", chunk_rows)
         raw_files = {f"{name}/{files[0]}": x_sha}
         raw_files.update({f"{name}/{f}": sha256_file(src / f) for f in files[1:]})
         for rel, digest in raw_files.items():
@@ -608,10 +726,12 @@ def prepare_monster(
                 f"be stored as float32."
             )
         x_storage = f"converted from {dtype}{' (Fortran order)' if fortran else ''}"
-        if link:
-            x_storage = _link_or_copy(x_path, tmp / "X.npy")
+        if as_is:
+            x_storage = "copy"
 
         classes, K = _labels(y_path, N, tmp / "y.npy", chunk_rows)
+        read = {"N": N, "C": C, "L": L, "classes": K}
+        catalog_check, warnings = _catalog_check(name, x_path, read)
 
         seen = np.zeros(N, dtype=np.uint8)
         fold_sizes = []
@@ -655,11 +775,41 @@ def prepare_monster(
             "n_padding_nan": 0,
             "normalisation": dict(NORMALISATION),
             "catalog_differences": _catalog_differences(name, N, C, L, K),
+            "catalog_check": catalog_check,
+            "warnings": warnings,
             "prepared_with": __version__,
             "created": utc_now(),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return target
+
+
+def _catalog_check(name: str, x_path: Path, read: dict) -> tuple[dict, list[str]]:
+    """What was read against the catalog's entry (``catalog.compare_with_catalog``):
+    (``meta["catalog_check"]``, warnings). A difference the entry does not expect is a
+    recorded warning, not an error: X's header gives N, C and L and the fetch checked every
+    file against the Hub's checksum, so it is the release that was fetched, not a damaged
+    copy (a truncated X fails its read)."""
+    check = compare_with_catalog("monster", name, read)
+    unexpected = [d for d in check["differences"] if d["reason"] is None]
+    if check["entry"] is None:
+        result = "not in the catalog"
+    elif unexpected:
+        result = "differs (recorded)"
+    else:
+        result = "differs as expected" if check["differences"] else "agrees"
+    warnings = []
+    if unexpected:
+        listed = "; ".join(f"{d['field']}: catalog {d['catalog']}, read {d['data']}"
+                           for d in unexpected)  # fmt: skip
+        warnings.append(
+            f"{x_path}: {name} as read differs from its catalog entry {check['entry']} "
+            f"(ssmbench.data.catalog): {listed}. Prepared as read (the fetched release, "
+            f"checked against its checksums); results on it may not be comparable with the "
+            f"MONSTER paper's. Once the difference is understood, record it with its reason "
+            f"in the entry's expected_differences (src/ssmbench/data/catalog.py)."
+        )
+    return {**check, "result": result}, warnings
 
 
 def _catalog_differences(name: str, N: int, C: int, L: int, K: int) -> list[str]:

@@ -6,7 +6,14 @@ A raw copy can match its record and still be bad (a truncated download, a corrup
 the source folder): preparing it fails. :func:`reject_raw_copy` then moves its
 ``provenance.json`` aside to ``.provenance.rejected.json`` (with the error), so the next
 fetch (``ssmbench fetch``, or the workflow, whose fetch output it is) fetches it again
-instead of keeping it."""
+instead of keeping it.
+
+A raw copy is a snapshot of its source: a copy of the user's files (``archive_dir``,
+``local_dir``), never a link to them. ``provenance.json`` records where each file came from
+and a stamp of it (:func:`file_stamp`: path, size, time stamps, inode), so that
+:func:`source_change` can tell cheaply whether the source still holds what was copied: a
+file whose stamp is unchanged is taken as unchanged; any other is hashed once and compared
+with the sha256 the fetch recorded."""
 
 from __future__ import annotations
 
@@ -23,15 +30,22 @@ PROVENANCE = "provenance.json"
 REJECTED = ".provenance.rejected.json"
 
 __all__ = [
+    "ORIGIN",
     "PROVENANCE",
     "REJECTED",
+    "file_stamp",
+    "read_provenance",
     "recorded_files",
     "refetch_command",
     "reject_raw_copy",
     "sha256_file",
+    "source_change",
     "utc_now",
     "verified_provenance",
 ]
+
+#: the key of ``provenance.json`` holding each raw file's source stamp (:func:`file_stamp`)
+ORIGIN = "origin"
 
 
 def utc_now() -> str:
@@ -60,6 +74,69 @@ def verified_provenance(dest: Path, name: str, file_names: Iterable[str]) -> dic
         if sha256_file(path) != recorded[rel]:
             return None
     return prov
+
+
+def file_stamp(path: Path) -> dict:
+    """What identifies the content of the file at ``path`` without reading it: the file
+    (resolved), its size, modification and change times, and inode. An edit in place
+    changes the times (the change time cannot be set back by hand), a replaced file the
+    inode."""
+    st = Path(path).stat()
+    return {
+        "file": str(Path(path).resolve()),
+        "size": st.st_size,
+        "mtime_ns": st.st_mtime_ns,
+        "ctime_ns": st.st_ctime_ns,
+        "ino": st.st_ino,
+    }
+
+
+def source_change(
+    sources: dict[str, Path], fetched: dict[str, str], stamps: dict
+) -> tuple[str | None, dict]:
+    """Whether the source files of a raw copy still hold what was fetched from them.
+
+    ``sources`` maps each raw file (``<name>/<file>``) to the source file it is copied from
+    now, ``fetched`` to the sha256 of the source's bytes at the fetch, ``stamps`` to the
+    :func:`file_stamp` recorded then (:data:`ORIGIN`). A file with the recorded stamp is
+    taken as unchanged; another is hashed. Returns (why the copy no longer stands for its
+    source, or None; the stamps now, to record when only they changed). A source file
+    that is gone leaves the copy standing: it is all there is of it."""
+    now: dict = {}
+    for rel, path in sources.items():
+        try:
+            stamp = file_stamp(path)
+        except OSError:
+            if rel in stamps:
+                now[rel] = stamps[rel]
+            continue
+        now[rel] = stamp
+        before = stamps.get(rel) or {}
+        if before == stamp:
+            continue
+        if before.get("file") not in (None, stamp["file"]):
+            return f"{rel} comes from {stamp['file']}, but was fetched from {before['file']}", {}
+        try:
+            digest = sha256_file(path)
+        except OSError as e:
+            return f"{path} could not be read to compare it ({e.strerror or e})", {}
+        if digest != fetched.get(rel):
+            return (
+                f"{path} changed since it was fetched (sha256 {digest[:12]}..., fetched "
+                f"{str(fetched.get(rel))[:12]}...)",
+                {},
+            )
+    return None, now
+
+
+def read_provenance(dest: Path) -> dict | None:
+    """``dest/provenance.json`` as a dict; None when there is none or it is not readable
+    (the copy is then fetched again, as :func:`verified_provenance` has it)."""
+    try:
+        prov = json.loads((Path(dest) / PROVENANCE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return prov if isinstance(prov, dict) else None
 
 
 def recorded_files(dest: Path, name: str) -> list[str] | None:

@@ -47,6 +47,36 @@ def locate(name: str, settings: dict) -> None:
         )
 
 
-# where a copy comes from does not change it (checksums): local_dir and offline are not
-# content settings
-SOURCE = Source(prepare=prepare, content_keys=("revision",), fetch=fetch, locate=locate)
+def source_files(name: str, settings: dict) -> list[Path]:
+    from ssmbench.data.monster import local_files
+
+    return local_files(name, settings.get("local_dir"))
+
+
+def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
+    from ssmbench.data.monster import origin_problem
+    from ssmbench.data.provenance import read_provenance
+
+    prov = read_provenance(raw_dir / name)
+    if prov is None:
+        return None
+    return origin_problem(
+        name,
+        raw_dir / name,
+        prov,
+        revision=settings.get("revision", "main"),
+        local_dir=settings.get("local_dir"),
+        offline=settings.get("offline", False),
+    )[0]
+
+
+# revision and local_dir are where the data come from: changing one fetches and prepares
+# again (offline only forbids the network)
+SOURCE = Source(
+    prepare=prepare,
+    content_keys=("revision", "local_dir"),
+    fetch=fetch,
+    locate=locate,
+    source_files=source_files,
+    raw_copy_problem=raw_copy_problem,
+)

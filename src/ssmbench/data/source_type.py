@@ -22,8 +22,9 @@ class Source:
 
     * ``prepare(name, raw_dir, out_dir, settings) -> Path``: write the prepared folder
       ``<out_dir>/<name>/`` and return it (``sources.prepare`` holds the lock).
-    * ``content_keys``: the settings the prepared content depends on (``data_settings``:
-      changing one re-prepares the dataset).
+    * ``content_keys``: the settings the prepared content depends on, where it comes from
+      included (``archive_dir``, ``local_dir``, ``revision``) (``data_settings``: changing
+      one fetches and prepares the dataset again).
     * ``fetch(name, raw_dir, settings, force) -> dict``: put the raw files under
       ``<raw_dir>/<name>/`` and return their provenance (``force``: fetch again even when
       the copy matches its provenance).
@@ -36,6 +37,13 @@ class Source:
       reject (unknown generator keys, a bad split), before any job runs; None: none.
     * ``derived_from(name, settings) -> (benchmark, dataset)``: for a source made from a
       prepared dataset of another benchmark, which one; None: not derived.
+    * ``source_files(name, settings) -> list[Path]``: the user's files a fetch copies (a
+      local archive folder's), as far as they exist; the workflow makes them the fetch
+      rule's inputs, so a newer one fetches again. None: none (a download, a recipe).
+    * ``raw_copy_problem(name, raw_dir, settings) -> str | None``: why the fetched raw copy
+      ``<raw_dir>/<name>/`` no longer stands for where ``settings`` take the data from
+      (another folder, a source file changed since the fetch), decided without network
+      and without reading an unchanged file; None: it does, or nothing was fetched.
     """
 
     prepare: Callable[[str, Path, Path, dict], Path]
@@ -45,6 +53,8 @@ class Source:
     locate: Callable[[str, dict], None] | None = None
     check_recipe: Callable[[str, dict], None] | None = None
     derived_from: Callable[[str, dict], tuple[str, str]] | None = None
+    source_files: Callable[[str, dict], list[Path]] | None = None
+    raw_copy_problem: Callable[[str, Path, dict], str | None] | None = None
 
     def __post_init__(self) -> None:
         if (self.fetch is None) == (self.recipe is None):

@@ -23,12 +23,14 @@ def fetch(name: str, raw_dir: Path, settings: dict, force: bool) -> dict:
 
 
 def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data.uea import prepare_uea
+    from ssmbench.data.uea import MAX_PREPARED_RATIO, prepare_uea
 
     # every check of the preparation is on the raw files: a copy that fails to prepare
-    # is a bad raw copy, rejected, so the next fetch fetches it again
+    # is a bad raw copy, rejected, so the next fetch fetches it again. max_prepared_ratio
+    # only refuses: it never changes what is written, so it is no content setting
+    ratio = settings.get("max_prepared_ratio", MAX_PREPARED_RATIO)
     try:
-        return prepare_uea(name, raw_dir, out_dir)
+        return prepare_uea(name, raw_dir, out_dir, max_prepared_ratio=ratio)
     except DataError as exc:
         raise reject_raw_copy(raw_dir, name, exc) from exc
 
@@ -39,6 +41,27 @@ def locate(name: str, settings: dict) -> None:
     locate_uea(name, settings.get("archive_dir"), settings.get("download", True))
 
 
-# where a copy comes from does not change it (checksums): archive_dir and download are
-# not content settings
-SOURCE = Source(prepare=prepare, content_keys=("normalise",), fetch=fetch, locate=locate)
+def source_files(name: str, settings: dict) -> list[Path]:
+    from ssmbench.data.uea import archive_files
+
+    return archive_files(name, settings.get("archive_dir"))
+
+
+def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
+    from ssmbench.data.provenance import read_provenance
+    from ssmbench.data.uea import origin_problem
+
+    prov = read_provenance(raw_dir / name)
+    return None if prov is None else origin_problem(name, prov, settings.get("archive_dir"))[0]
+
+
+# archive_dir is where the data come from: pointing it elsewhere fetches and prepares
+# again (download only says whether downloading is allowed)
+SOURCE = Source(
+    prepare=prepare,
+    content_keys=("normalise", "archive_dir"),
+    fetch=fetch,
+    locate=locate,
+    source_files=source_files,
+    raw_copy_problem=raw_copy_problem,
+)

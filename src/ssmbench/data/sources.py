@@ -52,6 +52,8 @@ __all__ = [
     "derived_base",
     "fetch",
     "prepare",
+    "raw_copy_problem",
+    "source_files",
 ]
 
 #: the sources whose datasets are made from a prepared dataset of another benchmark
@@ -142,12 +144,40 @@ def fetch(name: str, raw_dir: str | Path, settings: dict, *, force: bool = False
 
 
 def prepare(name: str, raw_dir: str | Path, out_dir: str | Path, settings: dict) -> Path:
-    """Write the prepared folder `<out_dir>/<name>/` from the raw files; return it."""
+    """Write the prepared folder `<out_dir>/<name>/` from the raw files; return it. A raw
+    copy that no longer stands for its source (`raw_copy_problem`) is not prepared: the
+    error names why and the fetch that fetches it again."""
     _plain_name("prepare", name)
     source = _source(settings)
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     with dataset_lock(out_dir, name):
+        if (why := raw_copy_problem(name, raw_dir, settings)) is not None:
+            raise DataError(
+                f"{raw_dir / name}: {why}. The raw copy no longer stands for its source, so "
+                f"it was not prepared; fetch it again (`ssmbench fetch --benchmark "
+                f"{raw_dir.name} --dataset {name}`, or rerun the workflow). The prepared "
+                f"folder {out_dir / name}, if any, was kept."
+            )
         return SOURCES[source].prepare(name, raw_dir, out_dir, settings)
+
+
+def raw_copy_problem(name: str, raw_dir: str | Path, settings: dict) -> str | None:
+    """Why the fetched raw copy ``<raw_dir>/<name>/`` no longer stands for where
+    ``settings`` take the dataset from (another ``archive_dir`` or ``local_dir``, a source
+    file changed in place since the fetch); None when it does, when nothing was fetched, or
+    for a source without such a check. Without network; an unchanged source file (same
+    path, size, times and inode as at the fetch) is not read, a changed one is hashed."""
+    check = SOURCES[_source(settings)].raw_copy_problem
+    return None if check is None else check(name, Path(raw_dir), settings)
+
+
+def source_files(name: str, settings: dict) -> list[Path]:
+    """The user's files a fetch of ``name`` copies (``archive_dir``'s, ``local_dir``'s), as
+    far as they exist; none for a download or a generated dataset. The workflow makes them
+    the fetch rule's inputs: a source file newer than the raw copy's ``provenance.json``
+    fetches again, and the fetch decides by content whether it changed."""
+    files = SOURCES[_source(settings)].source_files
+    return [] if files is None else files(name, settings)
 
 
 def check_available(name: str, raw_dir: str | Path, settings: dict) -> None:
@@ -165,8 +195,9 @@ def check_available(name: str, raw_dir: str | Path, settings: dict) -> None:
 
 
 def data_settings(settings: dict) -> str:
-    """The settings a dataset's content depends on (its source's ``content_keys``), as
-    stable JSON: the workflow passes it to fetch/prepare as a rule param, so changing
-    them re-prepares the dataset."""
+    """The settings a dataset's content depends on (its source's ``content_keys``, where
+    it comes from included: ``archive_dir``, ``local_dir``, ``revision``), as stable JSON:
+    the workflow passes it to fetch/prepare as a rule param, so changing them fetches and
+    prepares the dataset again."""
     keys = SOURCES[_source(settings)].content_keys
     return json.dumps({k: settings.get(k) for k in keys}, sort_keys=True)

@@ -124,7 +124,46 @@ class PreparedDataset:
                 f"{self.path / 'y.npy'}: shape {y.shape} but meta.json says N = {N} "
                 f"({self.meta['task']}). The folder is inconsistent; run the prepare step again."
             )
+        if self.meta["task"] == "classification":
+            self._check_classes()
         self._test_cache: dict[int, np.ndarray] = {}
+
+    def _check_classes(self) -> None:
+        """meta.json's ``n_classes`` against its ``classes`` and the labels of y.npy: every
+        class id ``0..n_classes-1`` must occur. A model's output has ``n_classes`` units,
+        so a class no row holds would change the model and its chance level unnoticed;
+        no preparation writes one (each counts the classes of the labels it reads).
+        Labels that are not integers in ``[0, n_classes)`` are left to the run's input
+        check (``ssmbench.train.checks``), which names the first."""
+        where = self.path / "meta.json"
+        K, classes = self.meta.get("n_classes"), self.meta.get("classes")
+        if isinstance(K, bool) or not isinstance(K, int) or K < 1:
+            raise DataError(
+                f"{where}: n_classes is {K!r}; a classification dataset needs a positive "
+                f"integer. Run the prepare step again."
+            )
+        if isinstance(classes, list) and len(classes) != K:
+            raise DataError(
+                f"{where}: n_classes is {K} but 'classes' lists {len(classes)} class names "
+                f"({classes}); the two must agree. Run the prepare step again."
+            )
+        if self.y.dtype.kind not in "iu":
+            return
+        counts = np.zeros(K, dtype=np.int64)
+        for _, labels in self.label_chunks():
+            if labels.size and (labels.min() < 0 or labels.max() >= K):
+                return
+            counts += np.bincount(labels.astype(np.intp), minlength=K)
+        absent = np.flatnonzero(counts == 0).tolist()
+        if absent:
+            names = f" ({[classes[i] for i in absent]})" if isinstance(classes, list) else ""
+            raise DataError(
+                f"{where}: n_classes is {K} but {self.path / 'y.npy'} holds no row of class "
+                f"id(s) {absent}{names}: only {K - len(absent)} of the {K} classes occur, and "
+                f"a model would get a {K}-way output. n_classes counts the classes of the "
+                f"labels (ids 0..{K - 1}, each present); run the prepare step again, which "
+                f"sets it from the labels it reads."
+            )
 
     def __repr__(self) -> str:
         m = self.meta
@@ -184,7 +223,18 @@ class PreparedDataset:
                 )
             k = fold
         if k not in self._test_cache:
-            self._test_cache[k] = self._read_indices(k)
+            test = self._read_indices(k)
+            N = int(self.meta["N"])
+            if len(test) == N:
+                raise DataError(
+                    f"{self.path / f'test_indices_fold_{k}.txt'}: the test rows of fold {fold} "
+                    f"cover all {N} rows of the dataset, so no row is left: there is no row to "
+                    f"train on or to draw validation rows from. The file lists only the fold's "
+                    f"test rows (UEA: the TEST file's rows, after the TRAIN rows); this one "
+                    f"belongs to another dataset or was written wrong. Run the prepare step "
+                    f"again (fetch the dataset again first if its raw copy holds this file)."
+                )
+            self._test_cache[k] = test
         return self._test_cache[k]
 
     def train_indices(self, fold: int) -> np.ndarray:
@@ -259,7 +309,28 @@ class PreparedDataset:
                 f"{self.path / 'M.npy'}: shape {mask.shape} dtype {mask.dtype}, expected "
                 f"bool (N, C, L) = {(N, C, L)}. Run the prepare step again."
             )
+        empty = np.flatnonzero(~self._observed_steps().any(axis=1))
+        if empty.size:
+            raise DataError(
+                f"{self.path / 'M.npy'}: {self.meta.get('name', self.path.name)} has "
+                f"{empty.size} row(s) with no observed value (rows {_some(empty)}): every "
+                f"step of them is padding, so a model would be given nothing but padding "
+                f"for them, and their labels or targets learnt and scored from nothing. "
+                f"Every row needs one observed value or more (a drop rate or mask that "
+                f"removes all of a row's steps does this); run the prepare step again."
+            )
         return mask, self.OBSERVED_FROM_MASK
+
+    def _observed_steps(self) -> np.ndarray | None:
+        """bool (N, L): the steps of each row with an observed value in one channel or more
+        (``M.npy``, read a chunk of rows at a time); None without ``M.npy``."""
+        if not (self.path / "M.npy").is_file():
+            return None
+        N, L = int(self.meta["N"]), int(self.meta["L"])
+        out = np.empty((N, L), dtype=bool)
+        for start, part in _row_chunks(self.path / "M.npy", SCAN_CHUNK_BYTES):
+            out[start : start + len(part)] = part.any(axis=1)
+        return out
 
     #: Where ``steps`` came from: the timestamps, or unit steps for regular data.
     STEPS_FROM_TIMESTAMPS = "T.npy"
@@ -291,6 +362,23 @@ class PreparedDataset:
                 f"{self.path / 'T.npy'}: row {row}, step {step}: the time step "
                 f"{steps[row, step]!r} is {what} ({int(bad.sum())} such step(s)); "
                 "timestamps must be finite and non-decreasing. Run the prepare step again."
+            )
+        # a row whose observed steps (M.npy; every step without it) all share one time
+        observed = self._observed_steps()
+        if observed is None:
+            observed = np.ones((N, L), dtype=bool)
+        spread = np.where(observed, T, -np.inf).max(axis=1) - np.where(observed, T, np.inf).min(
+            axis=1
+        )
+        stalled = np.flatnonzero((observed.sum(axis=1) >= 2) & (spread == 0))
+        if stalled.size:
+            raise DataError(
+                f"{self.path / 'T.npy'}: the timestamps never advance in {stalled.size} "
+                f"row(s) of {N} (rows {_some(stalled)}): each has two or more observed steps, "
+                f"all at one time, so a time-aware model would be given Δ = 0 at every step "
+                f"after the first and no time at all. T.npy holds each step's time, "
+                f"increasing over a row's observed steps; run the prepare step again (or fix "
+                f"the generator's time grid)."
             )
         return steps.astype(np.float32), self.STEPS_FROM_TIMESTAMPS
 
@@ -364,6 +452,12 @@ class PreparedDataset:
         """(first row, labels) of y.npy, ``chunk_bytes`` at a time, read with plain reads
         (not the memory map: its pages would stay in the process's resident set)."""
         return _row_chunks(self.path / "y.npy", chunk_bytes)
+
+
+def _some(rows: np.ndarray, shown: int = 10) -> str:
+    """The first ``shown`` of ``rows``, as a list (``...`` when there are more)."""
+    head = [int(r) for r in rows[:shown]]
+    return f"{head}"[:-1] + ", ...]" if len(rows) > shown else f"{head}"
 
 
 def _scheme_of(path: Path) -> str | None:

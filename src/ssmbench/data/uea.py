@@ -57,6 +57,18 @@ Policies (also written into each ``meta.json``):
   0 is replaced by 1.
 * **Rows.** ``X`` holds the TRAIN rows then the TEST rows in file order; the TEST rows are
   ``test_indices_fold_0.txt`` and ``meta["fold_scheme"] == "official_split"``.
+* **Catalog.** The rows of each file, C, L (the longest series) and the number of classes
+  are compared with the catalog's entry before X is built: a difference the entry does
+  not expect (``expected_differences``) is an error naming the file(s) and both numbers,
+  since a file cut short at a line end reads as fewer rows and raises nothing else. A
+  deliberate subset declares itself in its files' header (``@subset <what>``): its
+  differences are then recorded (``meta["catalog_check"]``) with a warning
+  (``meta["warnings"]``, printed by ``ssmbench prepare``).
+* **Size.** X.npy may be at most ``MAX_PREPARED_RATIO`` (16) times the bytes of the two
+  ``.ts`` files once it is above ``PREPARED_FREE_BYTES`` (256 MiB): every row is padded to
+  the longest, so one very long line would make X hundreds of times its source. Raise or
+  lift the cap with ``benchmarks.uea.max_prepared_ratio`` (null: no cap);
+  ``meta["prepared_size"]`` records the sizes.
 """
 
 from __future__ import annotations
@@ -70,14 +82,17 @@ from pathlib import Path
 
 import numpy as np
 
-from ssmbench.data.catalog import domain_of
+from ssmbench.data.catalog import compare_with_catalog, domain_of
 from ssmbench.data.checksums import SUMS_FILE, listed_sha256, sha256_file
 from ssmbench.data.compressed import SUFFIXES, compression_of, decompress_to
-from ssmbench.data.download import install_staged, staged_path, staging
+from ssmbench.data.download import copy_file, install_staged, staged_path, staging
 from ssmbench.data.errors import DataError
 from ssmbench.data.provenance import (
+    ORIGIN,
     PROVENANCE,
+    file_stamp,
     refetch_command,
+    source_change,
     utc_now,
     verified_provenance,
 )
@@ -98,6 +113,15 @@ LABEL_POLICY = (
 ZENODO_RECORD_URL = "https://zenodo.org/records/{}"
 #: the names a file of archive_dir may have, first found wins (the module docstring)
 ARCHIVE_SUFFIXES = ("", *SUFFIXES)
+#: the cap on X.npy's size: at most this many times the bytes of the two .ts files
+#: (params.yaml ``benchmarks.uea.max_prepared_ratio``; null: no cap) ...
+MAX_PREPARED_RATIO = 16.0
+#: ... once X.npy is larger than this; a smaller X is never refused
+PREPARED_FREE_BYTES = 256 << 20
+#: the .ts header tag by which a deliberate subset of a catalogued dataset declares itself
+SUBSET_TAG = "subset"
+#: the file whose rows a catalog field counts (other fields: both files)
+_FIELD_SPLITS = {"n_train": ("TRAIN",), "n_test": ("TEST",)}
 
 
 # --------------------------------------------------------------------------- helpers
@@ -211,7 +235,7 @@ def _copy_verified(src: Path, tmp: Path, expected: str | None) -> str:
     """Copy ``src`` to the staged path ``tmp``; check its sha256 and return it."""
     dest_dir = tmp.parent
     try:
-        shutil.copyfile(src, tmp)
+        copy_file(src, tmp)
     except OSError as e:
         raise DataError(f"{src}: could not copy it to {dest_dir} ({e}).") from e
     digest = sha256_file(tmp)
@@ -267,6 +291,57 @@ def _decompress_verified(
 
 
 # --------------------------------------------------------------------------- fetch
+def origin_problem(
+    name: str, prov: dict, archive_dir: str | os.PathLike | None
+) -> tuple[str | None, dict]:
+    """Why the raw copy recorded by ``prov`` no longer stands for where ``fetch_uea`` takes
+    ``name`` from, or None; and the source stamps now (to record when only they changed:
+    ``provenance.source_change``). With ``archive_dir`` set: the copy came from another
+    folder or source, or a file of ``<archive_dir>/<name>/`` is another file (a plain
+    ``.ts`` put beside the ``.ts.xz`` read before) or holds other bytes than at the fetch
+    (same path). Unset: the copy came from an ``archive_dir``."""
+    stamps = prov.get(ORIGIN) or {}
+    source, url = prov.get("source"), prov.get("source_url")
+    if archive_dir is None:
+        if source == "archive_dir":
+            return (
+                f"benchmarks.uea.archive_dir is unset, but the raw copy came from archive_dir "
+                f"{url}",
+                {},
+            )
+        return None, stamps
+    src_dir = Path(archive_dir) / name
+    if source != "archive_dir" or url != str(src_dir.resolve()):
+        return (
+            f"benchmarks.uea.archive_dir is {archive_dir} ({src_dir.resolve()}), but the raw "
+            f"copy came from {source} {url}",
+            {},
+        )
+    decompressed = prov.get("decompressed_from") or {}
+    files, fetched = {}, {}
+    for fname in _file_names(name).values():
+        rel = f"{name}/{fname}"
+        src = _archive_file(src_dir, fname)
+        if src is None:
+            continue  # gone: the copy stands (source_change)
+        files[rel] = src
+        if compression_of(src) is None:
+            fetched[rel] = (prov.get("raw_files") or {}).get(rel)
+        else:  # the compressed file's own sha256
+            fetched[rel] = (decompressed.get(rel) or {}).get("sha256")
+    return source_change(files, fetched, stamps)
+
+
+def archive_files(name: str, archive_dir: str | os.PathLike | None) -> list[Path]:
+    """The files of ``<archive_dir>/<name>/`` that a fetch reads (plain or compressed), as
+    far as they exist; none without ``archive_dir``."""
+    if archive_dir is None:
+        return []
+    src_dir = Path(archive_dir) / name
+    found = (_archive_file(src_dir, fname) for fname in _file_names(name).values())
+    return [p for p in found if p is not None]
+
+
 def locate_uea(
     name: str, archive_dir: str | os.PathLike | None = None, download: bool = True
 ) -> tuple[str, Path | None]:
@@ -321,9 +396,12 @@ def fetch_uea(
 
     The provenance ``{source, source_url, raw_files {"<name>/<file>": sha256}, ...}`` is
     also written to ``<raw_dir>/<name>/provenance.json``, with ``decompressed_from`` when a
-    file of ``archive_dir`` was compressed. Nothing is copied when the files are already
-    there with the recorded checksums (unless ``force``, or ``archive_dir``'s SHA256SUMS
-    now lists other checksums). Files are copied (or decompressed) to temporary names and
+    file of ``archive_dir`` was compressed, ``origin`` (each file of ``archive_dir``'s
+    stamp) and ``fetched_because`` (why a recorded copy was replaced). Nothing is copied
+    when the files are already there with the recorded checksums, unless ``force``,
+    ``archive_dir``'s SHA256SUMS lists other checksums, or the copy no longer stands for
+    its source (:func:`origin_problem`: another archive_dir, a file changed in place).
+    Files are copied (or decompressed) to temporary names and
     renamed into place only once both have been read and checked, so a failed fetch keeps
     the previous good copy. ``max_decompressed_bytes`` and ``max_decompression_ratio``
     override the caps of :mod:`ssmbench.data.compressed` (for tests).
@@ -337,12 +415,19 @@ def fetch_uea(
     if archive is not None:
         archive_sums, _ = _expected_sums(archive, name)
 
+    because = None
     if not force:
         prov = verified_provenance(dest, name, _file_names(name).values())
         if prov is not None and all(
             prov["raw_files"].get(f"{name}/{f}") == s for f, s in archive_sums.items()
         ):
-            return prov
+            because, stamps = origin_problem(name, prov, archive)
+            if because is None:
+                if stamps != (prov.get(ORIGIN) or {}):
+                    # touched, not changed: record the stamps, so the next check reads nothing
+                    prov = {**prov, ORIGIN: stamps}
+                    atomic_write_json(dest / PROVENANCE, prov, sort_keys=False)
+                return prov
 
     workdir: Path | None = None
     try:
@@ -361,11 +446,14 @@ def fetch_uea(
         expected, sums_used = _expected_sums(root, name)
         raw_files: dict[str, str] = {}
         decompressed: dict[str, dict] = {}
+        stamps = {}
         with staging(dest) as staged:
             for fname in names.values():
                 src = src_dir / fname
                 if source == "archive_dir":
                     src = _archive_file(src_dir, fname) or src
+                    # taken before the copy: a change while copying shows as another stamp
+                    stamps[f"{name}/{fname}"] = file_stamp(src)
                 staged[fname] = staged_path(dest, fname)
                 if compression_of(src) is None:
                     digest = _copy_verified(src, staged[fname], expected.get(fname))
@@ -396,6 +484,10 @@ def fetch_uea(
     }
     if decompressed:
         prov["decompressed_from"] = decompressed
+    if stamps:
+        prov[ORIGIN] = stamps
+    if because:
+        prov["fetched_because"] = because
     atomic_write_json(dest / PROVENANCE, prov, sort_keys=False)
     return prov
 
@@ -581,11 +673,111 @@ def _class_table(labels: list[str]) -> list[str]:
     return sorted(names)
 
 
-def prepare_uea(name: str, raw_dir: str | os.PathLike, out_dir: str | os.PathLike) -> Path:
+def _check_prepared_size(
+    paths: dict[str, Path], parsed: dict[str, TsFile], shape: tuple, max_ratio: float | None
+) -> dict:
+    """X.npy's size against the two .ts files': refused past ``max_ratio`` times their bytes
+    once above ``PREPARED_FREE_BYTES`` (every row is padded to the longest, so one long
+    line can make X hundreds of times its source). Returns the sizes for meta.json."""
+    raw = sum(p.stat().st_size for p in paths.values())
+    prepared = int(np.prod(shape, dtype=np.int64)) * np.dtype(np.float32).itemsize
+    sizes = {"raw_bytes": raw, "x_bytes": prepared, "ratio": round(prepared / max(raw, 1), 3),
+             "max_ratio": max_ratio, "free_bytes": PREPARED_FREE_BYTES}  # fmt: skip
+    if max_ratio is None or prepared <= PREPARED_FREE_BYTES or prepared <= max_ratio * raw:
+        return sizes
+    split, case = max(
+        ((sp, i) for sp in SPLITS for i in range(len(parsed[sp].series))),
+        key=lambda k: parsed[k[0]].series[k[1]].shape[1],
+    )
+    raise DataError(
+        f"{paths[split]}: case {case + 1} has {shape[2]:,} steps, so X.npy would be (N, C, L) "
+        f"= {tuple(shape)} float32, {prepared / 1e6:,.1f} MB, {prepared / raw:,.0f} times the "
+        f"{raw / 1e6:,.1f} MB of the two .ts files; the cap is {max_ratio:g} times once above "
+        f"{PREPARED_FREE_BYTES / 2**20:,.0f} MiB (every row is padded to the longest). A line "
+        f"that long is usually a damaged file: fetch it again. If the file is right, raise "
+        f"the cap, benchmarks.uea.max_prepared_ratio in params.yaml (null: no cap)."
+    )
+
+
+def _check_catalog(
+    name: str, paths: dict[str, Path], parsed: dict[str, TsFile], read: dict
+) -> tuple[dict, list[str]]:
+    """What was read against the catalog's entry (``catalog.compare_with_catalog``):
+    (``meta["catalog_check"]``, warnings). A difference the entry does not expect is a
+    DataError naming the file(s) and both numbers, unless the files that hold the field
+    declare themselves a subset (``@subset <what>`` in the header): then it is recorded,
+    with a warning that results on it are not those of the catalog's dataset."""
+    check = compare_with_catalog("uea", name, read)
+    subset = {}
+    for split in SPLITS:
+        if SUBSET_TAG in parsed[split].header:
+            text = parsed[split].header[SUBSET_TAG].strip()
+            if not text:
+                raise DataError(
+                    f"{paths[split]}: '@{SUBSET_TAG}' without saying what subset the file "
+                    f"holds. Write e.g. '@{SUBSET_TAG} the first 20 rows, 500 steps'."
+                )
+            subset[split] = text
+    refused, excused = [], []
+    for diff in check["differences"]:
+        if diff["reason"] is not None:
+            continue
+        splits = _FIELD_SPLITS.get(diff["field"], SPLITS)
+        declared = [subset[sp] for sp in splits if sp in subset]
+        if declared:
+            diff["reason"] = f"declared subset: {'; '.join(dict.fromkeys(declared))}"
+            excused.append(diff)
+        else:
+            refused.append((diff, splits))
+    if refused:
+        files = [paths[sp] for sp in dict.fromkeys(sp for _, splits in refused for sp in splits)]
+        listed = "; ".join(
+            f"{d['field']}: catalog {d['catalog']}, read {d['data']} (from "
+            f"{' and '.join(paths[sp].name for sp in splits)})"
+            for d, splits in refused
+        )
+        raise DataError(
+            f"{' and '.join(map(str, files))}: {name} as read differs from its catalog entry "
+            f"{check['entry']} (ssmbench.data.catalog): {listed}. A .ts file cut short at a "
+            f"line end reads as fewer rows and raises nothing else: fetch the dataset again. "
+            f"If the archive's files really differ, record the value and the reason in the "
+            f"entry's expected_differences (src/ssmbench/data/catalog.py); a deliberate "
+            f"subset of the rows or steps declares itself with an '@{SUBSET_TAG} <what>' line "
+            f"in the header of its .ts files."
+        )
+    if check["entry"] is None:
+        result = "not in the catalog"
+    elif excused:
+        result = "declared subset"
+    else:
+        result = "differs as expected" if check["differences"] else "agrees"
+    warnings = []
+    if excused:
+        where = ", ".join(f"{paths[sp].name}: {text!r}" for sp, text in subset.items())
+        counts = ", ".join(f"{d['field']} {d['data']} of the catalog's {d['catalog']}"
+                           for d in excused)  # fmt: skip
+        warnings.append(
+            f"{name} is a declared subset of the catalog's dataset {check['entry']} "
+            f"(@{SUBSET_TAG} in {where}): {counts}. Results on it are not comparable with "
+            f"the full dataset's."
+        )
+    return {**check, "result": result, "subset": subset or None}, warnings
+
+
+def prepare_uea(
+    name: str,
+    raw_dir: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    max_prepared_ratio: float | None = MAX_PREPARED_RATIO,
+) -> Path:
     """Prepare ``<raw_dir>/<name>/`` into ``<out_dir>/<name>/``; return that folder.
 
     ``out_dir`` is the benchmark's prepared folder (e.g. ``data/prepared/uea``). The
     dataset folder is written under a temporary name beside it and renamed into place.
+    Before X is built, what was read is checked against the catalog (``_check_catalog``)
+    and X's size against the raw files' (``_check_prepared_size``, ``max_prepared_ratio``
+    times; None: no cap).
     """
     src = Path(raw_dir) / name
     out_dir = Path(out_dir)
@@ -627,6 +819,9 @@ def prepare_uea(name: str, raw_dir: str | os.PathLike, out_dir: str | os.PathLik
     classes = _class_table(labels)
     index = {c.casefold(): i for i, c in enumerate(classes)}
     y = np.array([index[label.casefold()] for label in labels], dtype=np.int64)
+    read = {"n_train": n_train, "n_test": n_test, "C": C, "L": L, "classes": len(classes)}
+    catalog_check, warnings = _check_catalog(name, paths, parsed, read)
+    prepared_size = _check_prepared_size(paths, parsed, (N, C, L), max_prepared_ratio)
 
     # Per-channel statistics of the real (non-padding) TRAIN values, in float64.
     total = np.zeros(C)
@@ -677,6 +872,9 @@ def prepare_uea(name: str, raw_dir: str | os.PathLike, out_dir: str | os.PathLik
             "mean": [float(v) for v in mean],
             "std": [float(v) for v in std],
         },
+        "catalog_check": catalog_check,
+        "prepared_size": prepared_size,
+        "warnings": warnings,
         "prepared_with": __version__,
         "created": utc_now(),
     }

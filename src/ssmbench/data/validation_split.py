@@ -236,7 +236,13 @@ def split_rows(
     codes, classes, counts = _codes(read, int(n_rows), outside)
     n = int(counts.sum())
     if n == 0:
-        raise DataError("validation split: no training rows to draw validation rows from.")
+        raise DataError(
+            f"validation split: none of the {int(n_rows)} rows is a training row (every row "
+            f"is a test row of the fold, or there are none), so there is no row to train on "
+            f"or to draw validation rows from. Check the fold's test_indices_fold_<k>.txt in "
+            f"the prepared folder: it should list only the fold's test rows; run the prepare "
+            f"step again."
+        )
     n_val = math.ceil(float(fraction) * n)  # sklearn's rounding for a float test_size
     if _stratified_exists(counts, fraction):
         method = "stratified"
