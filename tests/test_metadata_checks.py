@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import REPO
 
 from ssmbench.data import catalog, uea
 from ssmbench.data.drop_rate import prepare_drop_rate_variant
@@ -259,3 +260,36 @@ def test_a_monster_fold_covering_every_row_is_refused_when_prepared(tmp_path):
     message = str(err.value)
     assert f"test_indices_fold_2.txt: the test rows cover all {len(X)} rows" in message
     assert "no row to train on" in message
+
+
+def test_a_run_on_a_declared_subset_says_so_in_its_log_record_and_report(
+    motor_imagery_archive, tmp_path, caplog
+):
+    """The warning a declared subset's preparation records reaches the run: its log, its
+    record (``data_warnings``) and the report's log, run by run."""
+    import logging
+
+    from ssmbench.config import Job, job_spec
+    from ssmbench.params_file import read_params
+    from ssmbench.report.aggregate import collect_records
+    from ssmbench.train.protocol import run_job
+
+    raw, prepared = tmp_path / "raw", tmp_path / "prepared"
+    fetch_uea("MotorImagery", raw, archive_dir=motor_imagery_archive, download=False)
+    prepare_uea("MotorImagery", raw, prepared)
+    params = read_params(REPO / "params.yaml")
+    spec = job_spec(params, Job("uea", "MotorImagery", "MS4", 0))
+    spec["settings"]["max_epochs"] = 1
+    spec["prepared_dir"] = str(prepared / "MotorImagery")
+    lines: list[str] = []
+    record_path = tmp_path / "runs" / "uea" / "MotorImagery" / "MS4" / "fold0.json"
+    record = run_job(spec, record_path, log=lines.append)
+    assert len(record["data_warnings"]) == 1
+    assert (
+        "is a declared subset of the catalog's dataset uea/MotorImagery"
+        in (record["data_warnings"][0])
+    )
+    assert any("declared subset" in line and "data_warnings" in line for line in lines)
+    with caplog.at_level(logging.WARNING, logger="ssmbench.report"):
+        collect_records(tmp_path / "runs")
+    assert "trained on data its preparation warned of" in caplog.text

@@ -114,6 +114,8 @@ NOT_IN_METRICS = (
     "resumed",
     "code_digest",
     "dataset_sha256",
+    # what the data's preparation warned of: the report log says it, run by run
+    "data_warnings",
     "curve_sha256",
     "content_sha256",
     "probes",
@@ -242,6 +244,11 @@ def collect_records(runs_dir: str | os.PathLike) -> pd.DataFrame:
                 "the file", path, "; ".join(problems),
             )  # fmt: skip
             continue
+        if record.get("data_warnings"):
+            log.warning(
+                "%s: trained on data its preparation warned of: %s", path,
+                "; ".join(map(str, record["data_warnings"])),
+            )  # fmt: skip
         row = {k: _cell(v) for k, v in record.items()}
         row["record_path"] = path.relative_to(runs_dir).as_posix()
         rows.append(row)

@@ -111,6 +111,8 @@ def _run_job(spec, record_path: Path, threads, log, checkpoint_path: Path | None
     """The run's steps: set up its data and model, then fit an estimator, or train a deep
     model epoch by epoch, test its best weights and write the record."""
     run = set_up(spec, threads)
+    for warning in run.spec["data_warnings"]:
+        log(f"warning: {warning} (the record says so: data_warnings)")
     if is_estimator(run.model):  # QUANT, Hydra, ExtraTrees
         return run_estimator(
             run.spec, record_path, run.model, run.data.dataset, run.data.objective,

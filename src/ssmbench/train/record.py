@@ -245,6 +245,9 @@ def write_run(
         # the place of params.yaml (or the tuned file) each value came from (precedence)
         "origins": spec.get("origins"),
         "dataset_sha256": spec.get("dataset_sha256"),
+        # what the dataset's preparation warned of (meta.json warnings: a declared subset
+        # of the catalog's rows, a difference from the catalog); [] when nothing
+        "data_warnings": spec.get("data_warnings", []),
         "code_digest": spec.get("code"),
         "curve_file": curve_path_of(record_path).name,
     }

@@ -210,7 +210,13 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
 
     dataset = open_fold(spec["prepared_dir"], fold)  # per_fold: its fold{k}/ folder
     meta = dataset.meta
-    spec = {**spec, "dataset_sha256": meta.get("raw_files")}
+    # what the data were made from, and what their preparation warned of (a declared
+    # subset of the catalog's rows, a difference from the catalog): both go into the record
+    spec = {
+        **spec,
+        "dataset_sha256": meta.get("raw_files"),
+        "data_warnings": list(meta.get("warnings") or []),
+    }
     objective = Objective(meta, dataset.y.shape)
     mask = dataset.target_mask if objective.task == "regression" else None
     monitor = settings.get("monitor", "val_loss")
