@@ -281,3 +281,52 @@ def test_copy_file_makes_a_file_of_its_own(tmp_path, monkeypatch, offered):
     assert (tmp_path / "dst.bin").read_bytes() == src.read_bytes()
     assert os.stat(tmp_path / "dst.bin").st_ino != os.stat(src).st_ino
     assert os.stat(src).st_nlink == 1
+
+
+def test_status_and_train_see_a_source_changed_after_the_record(tmp_path):
+    """A run whose record is current, whose data's source (archive_dir) then changes in
+    place: `ssmbench status` calls it stale and says why, `ssmbench train` warns that it
+    reads the prepared copy of what was fetched."""
+    import subprocess
+    import sys
+
+    from conftest import make_project, tool_env
+
+    from ssmbench.config import Job, benchmark_settings, job_spec, load_params
+    from ssmbench.status import run_status
+    from ssmbench.train.protocol import run_job
+
+    archive = _uea_archive(tmp_path / "archive")
+
+    def edit(params):
+        params["benchmarks"]["uea"]["archive_dir"] = str(archive)
+        params["benchmarks"]["uea"]["max_epochs"] = 1
+
+    root = make_project(tmp_path / "proj", edit)
+    params = load_params(root / "params.yaml")
+    job = Job("uea", UEA, "MS4", 0)
+    settings = benchmark_settings(params, "uea", None, UEA)
+    sources.fetch(UEA, root / "data/raw/uea", settings)
+    sources.prepare(UEA, root / "data/raw/uea", root / "data/prepared/uea", settings)
+    spec = job_spec(params, job)
+    spec["prepared_dir"] = str(root / spec["prepared_dir"])
+    record = job.record_path(root / params["paths"]["runs"])
+    run_job(spec, record, log=lambda _: None)
+    assert run_status(params, job, root).state == "done"
+
+    _edit_train_file(archive)
+    status = run_status(params, job, root)
+    assert status.state == "stale", status
+    assert status.detail.startswith(
+        f"its data's source changed since it was fetched: {archive / UEA / UEA}_TRAIN.ts "
+        "changed since it was fetched"
+    ), status.detail
+
+    done = subprocess.run(
+        [sys.executable, "-m", "ssmbench.cli", "train", "--benchmark", "uea", "--dataset",
+         UEA, "--model", "MS4", "--fold", "0"],
+        cwd=root, env=tool_env(root), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"warning: uea/{UEA}: its source changed since it was fetched: " in done.stderr
+    assert "This run reads the prepared copy of what was fetched" in done.stderr

@@ -325,6 +325,23 @@ def _recipe_problems(params: dict) -> list[str]:
     return problems
 
 
+def source_changed(
+    params: dict, benchmark: str, dataset: str, root: str | Path = "."
+) -> str | None:
+    """Why the raw copy of ``dataset`` (under ``root``) no longer stands for its source
+    (another ``archive_dir`` or ``local_dir``, a source file changed in place since the
+    fetch: ``ssmbench.data.sources.raw_copy_problem``); None when it does, when it was not
+    fetched, or for a source that is downloaded or generated. Reads no unchanged file."""
+    from ssmbench.data.errors import DataError
+    from ssmbench.data.sources import raw_copy_problem
+
+    settings = benchmark_settings(params, benchmark, None, dataset)
+    try:
+        return raw_copy_problem(dataset, Path(root) / params["paths"]["raw"] / benchmark, settings)
+    except DataError as exc:
+        return str(exc)
+
+
 def check_suite_sources(params: dict, suite: str | None = None) -> None:
     """Every dataset of the suite can be fetched: already fetched, in a local copy
     (archive_dir / local_dir), shipped by aeon, or downloadable. Checked when the workflow

@@ -59,7 +59,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ssmbench.config import Job, job_spec, suite_grid
+from ssmbench.config import Job, job_spec, source_changed, suite_grid
 from ssmbench.staleness import record_state
 
 STATES = ("done", "stale", "failed", "incomplete", "missing", "edited")
@@ -184,8 +184,12 @@ def _last_line(log_path: Path) -> str:
     return lines[-1].strip() if lines else "(empty log)"
 
 
-def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
-    """The state of one run (see the module docstring)."""
+def run_status(
+    params: dict, job: Job, root: str | Path = ".", sources: dict | None = None
+) -> RunStatus:
+    """The state of one run (see the module docstring). ``sources``: the answers of
+    `ssmbench.config.source_changed` per (benchmark, dataset), shared by the runs of a
+    suite (each source is looked at once)."""
     root = Path(root)
     record = job.record_path(root / params["paths"]["runs"])
     log = train_log_path(root / params["paths"]["logs"], job)
@@ -208,6 +212,16 @@ def run_status(params: dict, job: Job, root: str | Path = ".") -> RunStatus:
         record_mtime = None
     if record_mtime is not None:
         state = record_state(record, job_spec(params, job), root)
+        sources = {} if sources is None else sources
+        key = (job.benchmark, job.dataset)
+        if key not in sources:
+            sources[key] = source_changed(params, job.benchmark, job.dataset, root)
+        if state.current and sources[key]:
+            return status(
+                "stale",
+                f"its data's source changed since it was fetched: {sources[key]}; the "
+                "workflow fetches, prepares and trains it again",
+            )
         if state.current:
             return status("done")
         try:
@@ -246,7 +260,8 @@ def suite_status(params: dict, suite: str | None = None, root: str | Path = ".")
     ``ssmbench.config.load_params``; paths are relative to ``root``."""
     if suite is not None and suite != params["suite"]:
         params = {**params, "suite": suite}
-    return [run_status(params, job, root) for job in suite_grid(params)]
+    sources: dict = {}
+    return [run_status(params, job, root, sources) for job in suite_grid(params)]
 
 
 def count_states(statuses: list[RunStatus]) -> dict[str, int]:

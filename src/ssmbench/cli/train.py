@@ -56,7 +56,7 @@ def _train(args, stop) -> int:
     check_names(args)
     if args.fast_malloc:  # before torch is imported: the re-executed process pays it once
         restart_with_malloc_env(["-m", "ssmbench.cli", *sys.argv[1:]])
-    from ssmbench.config import Job, job_spec
+    from ssmbench.config import Job, job_spec, source_changed
     from ssmbench.staleness import record_state
     from ssmbench.train.checkpoint import checkpoint_path
     from ssmbench.train.protocol import run_job
@@ -78,6 +78,15 @@ def _train(args, stop) -> int:
     if args.max_epochs is not None:
         spec["settings"]["max_epochs"] = args.max_epochs
     record = _record_path(args, params, job)
+    changed = source_changed(params, args.benchmark, args.dataset)
+    if changed:
+        log(
+            f"warning: {args.benchmark}/{args.dataset}: its source changed since it was "
+            f"fetched: {changed}. This run reads the prepared copy of what was fetched; "
+            f"fetch and prepare it again (`ssmbench fetch --benchmark {args.benchmark} "
+            f"--dataset {args.dataset}`, then `ssmbench prepare`, or rerun the workflow) to "
+            "train on the source as it is"
+        )
     if not args.force and record_state(record, spec).current:
         # a retried group job or a workflow-code change runs a finished run again
         log(f"{datetime.now().astimezone().isoformat(timespec='seconds')} {record} is current: "
