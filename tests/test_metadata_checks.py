@@ -224,16 +224,20 @@ def test_timestamps_that_never_advance_are_refused_naming_file_and_rows(drop_cop
     assert f"{len(T)} row(s)" in message and "rows [0, 1, 2, 3, 4" in message
 
 
-def test_rows_with_no_observed_value_are_refused_naming_file_and_rows(drop_copy):
+def test_rows_with_no_observed_value_are_said_naming_file_and_rows(drop_copy):
+    """Kept (Physiome-ODE's sampling leaves such rows), and said: a warning naming the
+    file and the rows, which a run logs and records (data_warnings)."""
     M = np.load(drop_copy / "M.npy")
-    assert PreparedDataset(drop_copy).observed()[1] == "M.npy"
+    dataset = PreparedDataset(drop_copy)
+    assert dataset.observed()[1] == "M.npy" and dataset.padding_warning() is None
     M[[3, 17]] = False
     np.save(drop_copy / "M.npy", M, allow_pickle=False)
-    with pytest.raises(DataError) as err:
-        PreparedDataset(drop_copy).observed()
-    message = str(err.value)
+    dataset = PreparedDataset(drop_copy)
+    dataset.observed()
+    message = dataset.padding_warning()
     assert str(drop_copy / "M.npy") in message and "BasicMotionsDrop" in message
-    assert "2 row(s) with no observed value" in message and "rows [3, 17]" in message
+    assert f"2 of {len(M)} row(s) with no observed value" in message
+    assert "rows [3, 17]" in message
 
 
 # ------------------------------------------------------------------ test indices

@@ -127,6 +127,7 @@ class PreparedDataset:
         if self.meta["task"] == "classification":
             self._check_classes()
         self._test_cache: dict[int, np.ndarray] = {}
+        self.padding_rows: np.ndarray | None = None  # rows with no observed value (observed)
 
     def _check_classes(self) -> None:
         """meta.json's ``n_classes`` against its ``classes`` and the labels of y.npy: every
@@ -299,7 +300,8 @@ class PreparedDataset:
     def observed(self) -> tuple[np.ndarray, str]:
         """The observation mask M, bool (N, C, L) (``M.npy``, memory-mapped: True where a
         value was observed, False where it is missing or padding), and where it came from;
-        without ``M.npy`` every value counts as observed (``OBSERVED_ALL``)."""
+        without ``M.npy`` every value counts as observed (``OBSERVED_ALL``). Rows with no
+        observed value are kept and said (`padding_warning`)."""
         N, C, L = (int(self.meta[k]) for k in ("N", "C", "L"))
         if not (self.path / "M.npy").is_file():
             return np.ones((N, C, L), dtype=bool), self.OBSERVED_ALL
@@ -309,17 +311,24 @@ class PreparedDataset:
                 f"{self.path / 'M.npy'}: shape {mask.shape} dtype {mask.dtype}, expected "
                 f"bool (N, C, L) = {(N, C, L)}. Run the prepare step again."
             )
-        empty = np.flatnonzero(~self._observed_steps().any(axis=1))
-        if empty.size:
-            raise DataError(
-                f"{self.path / 'M.npy'}: {self.meta.get('name', self.path.name)} has "
-                f"{empty.size} row(s) with no observed value (rows {_some(empty)}): every "
-                f"step of them is padding, so a model would be given nothing but padding "
-                f"for them, and their labels or targets learnt and scored from nothing. "
-                f"Every row needs one observed value or more (a drop rate or mask that "
-                f"removes all of a row's steps does this); run the prepare step again."
-            )
+        self.padding_rows = np.flatnonzero(~self._observed_steps().any(axis=1))
         return mask, self.OBSERVED_FROM_MASK
+
+    def padding_warning(self) -> str | None:
+        """What to say of the rows with no observed value that `observed` found (None:
+        there are none, or it was not called). A warning, not an error: such rows are the
+        data as their benchmark samples it (Physiome-ODE's observation sampling can leave
+        a row's observation window empty; a high drop rate can drop all of a short row),
+        and a model given them sees padding only; the run records it (data_warnings)."""
+        empty = self.padding_rows
+        if empty is None or not empty.size:
+            return None
+        return (
+            f"{self.path / 'M.npy'}: {self.meta.get('name', self.path.name)} has "
+            f"{empty.size} of {int(self.meta['N'])} row(s) with no observed value (rows "
+            f"{_some(empty)}): a model is given nothing but padding for them, and their "
+            f"labels or targets are learnt and scored from that. Kept as the data has them."
+        )
 
     def _observed_steps(self) -> np.ndarray | None:
         """bool (N, L): the steps of each row with an observed value in one channel or more
