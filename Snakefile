@@ -4,9 +4,16 @@
 #   snakemake --profile slurm                   # on a SLURM cluster (docs/cluster.md)
 from snakemake.utils import min_version, update_config
 
+from ssmbench.project_lock import hold_for_snakemake
 from ssmbench.params_file import read_params, validate_schema
 
 min_version("9.0")
+
+# One run at a time in this folder (docs/development.md#one-run-at-a-time): the main
+# process takes the project lock .ssmbench/project.lock before Snakemake touches
+# .snakemake/locks, or exits naming the process that holds it. Jobs (Snakemake parses this
+# file in each), dry runs, --unlock and --nolock take none.
+hold_for_snakemake(workflow.is_main_process)
 
 
 # params.yaml is read by ssmbench's reader rather than `configfile:`, so that a YAML

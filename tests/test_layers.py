@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ssmbench"
 LAYERS = {
     "ssmbench": 0,  # the package itself: __version__
     "ssmbench.io": 0,
+    "ssmbench.project_lock": 0,
     "ssmbench.data": 1,
     "ssmbench.models": 1,
     "ssmbench.complexity": 2,

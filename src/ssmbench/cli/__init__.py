@@ -39,6 +39,7 @@ from ssmbench.cli import (
     data,
     datasets,
     explain,
+    locked,
     plan,
     report,
     status,
@@ -51,7 +52,7 @@ __all__ = ["build_parser", "main"]
 
 #: The command modules, in the order `ssmbench --help` lists their commands. Each one's
 #: ``add_parser(sub)`` adds its commands' parsers, whose ``func`` is the command.
-COMMANDS = (check, data, train, tune, report, complexity, datasets, explain, status, plan)
+COMMANDS = (check, data, train, tune, report, complexity, datasets, explain, status, plan, locked)
 
 
 def build_parser() -> argparse.ArgumentParser:
