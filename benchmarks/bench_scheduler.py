@@ -1,14 +1,16 @@
 """Scheduler speed on the full paper grid: `snakemake -n` with every job to run, and the
-no-op rerun once every record exists (goal: <= 20 s each), which must open no dataset file.
+no-op rerun once every record exists (goal: <= 20 s each), which must open no dataset file
+(of a prepared folder only its meta.json, whose digests of the source files a current
+record holds: ssmbench.staleness.prepared_digests).
 
 What it does, in a temporary copy of the project (the workflow, params.yaml and src/; the
 copy's own package is what runs, through PYTHONPATH):
 
 1. params.yaml gets a suite ``paper-grid``: every MONSTER (29) and UEA (30) dataset x every
-   model registered in params.yaml x folds 0..4 (MONSTER's five folds; for UEA five seeded
-   runs, or more if needed to reach ``--min-jobs`` (5,000) jobs; a suite has one fold list,
-   so the script stops if UEA would need more than five). 59 x 18 x 5 = 5,310 runs with
-   today's 18 models.
+   model of the MS4N study's ``monster-paper`` suite x folds 0..4 (MONSTER's five folds;
+   for UEA five seeded runs, or more if needed to reach ``--min-jobs`` (5,000) jobs; a
+   suite has one fold list, so the script stops if UEA would need more than five):
+   59 x 19 x 5 = 5,605 runs with its 19 models.
 2. No real data: each dataset gets a fake fetched folder (``data/raw/<b>/<D>/provenance.json``,
    which is what the workflow's pre-flight check looks for) and a fake prepared folder
    (``X.npy``, ``y.npy``, ``meta.json``, test indices), dated a day back.
@@ -22,8 +24,8 @@ copy's own package is what runs, through PYTHONPATH):
 5. The no-op ``snakemake -n`` is timed twice (it must say "Nothing to be done"), then run
    again under ``strace -f -e trace=open,openat,openat2`` (or, without strace, under a
    Python audit hook in the snakemake process): every file it opens under ``data/`` is
-   listed, and there must be none. (The trace must also see the records being opened,
-   which shows it works.)
+   listed, and there must be none but the prepared folders' ``meta.json``. (The trace
+   must also see the records being opened, which shows it works.)
 6. ``ssmbench status`` over the same grid is timed too.
 
 Each line gives the wall time and the CPU time of the process tree; on a machine busy with
@@ -88,10 +90,11 @@ def copy_project(dest: Path) -> Path:
 
 
 def paper_grid_suite(params: dict, min_jobs: int) -> dict:
-    """The suite: all MONSTER + UEA datasets x all registered models x folds."""
+    """The suite: all MONSTER + UEA datasets x the MS4N study's models (its monster-paper
+    suite's: the TIDES study's models are not run on these datasets) x folds."""
     monster = list(params["benchmarks"]["monster"]["datasets"])
     uea = list(params["benchmarks"]["uea"]["datasets"])
-    models = list(params["models"])
+    models = list(params["suites"]["monster-paper"]["models"])
     monster_jobs = len(monster) * len(models) * MONSTER_FOLDS
     uea_seeds = max(1, math.ceil((min_jobs - monster_jobs) / (len(uea) * len(models))))
     if uea_seeds > MONSTER_FOLDS:
@@ -112,6 +115,11 @@ def paper_grid_suite(params: dict, min_jobs: int) -> dict:
 def fake_datasets(project: Path, params: dict, suite: dict) -> list[Path]:
     """Fetched and prepared folders without real data, dated a day back. Returns every
     dataset file written (what the no-op rerun must not open)."""
+    from ssmbench.data.catalog import catalog
+
+    # each fake series has its catalog length: the workflow checks every model's windows
+    # against a dataset's L before it runs (RFormer's n_windows, Log-NCDE's steps)
+    lengths = {(e.benchmark, e.name): e.L or 1000 for e in catalog()}  # None: not in the catalog
     paths = params["paths"]
     files = []
     old = time.time() - DAY
@@ -124,13 +132,13 @@ def fake_datasets(project: Path, params: dict, suite: dict) -> list[Path]:
             )
             prepared = project / paths["prepared"] / bench / name
             prepared.mkdir(parents=True)
-            np.save(prepared / "X.npy", np.zeros((10, 2, 8), np.float32))
+            np.save(prepared / "X.npy", np.zeros((10, 2, lengths[bench, name]), np.float32))
             np.save(prepared / "y.npy", np.arange(10, dtype=np.int64) % 2)
             n_folds = MONSTER_FOLDS if bench == "monster" else 1
             for k in range(n_folds):
                 (prepared / f"test_indices_fold_{k}.txt").write_text("0\n1\n")
             scheme = "given_folds" if bench == "monster" else "official_split"
-            meta = {"name": name, "benchmark": bench, "N": 10, "C": 2, "L": 8,
+            meta = {"name": name, "benchmark": bench, "N": 10, "C": 2, "L": lengths[bench, name],
                     "task": "classification", "n_classes": 2, "n_folds": n_folds,
                     "fold_scheme": scheme}  # fmt: skip
             (prepared / "meta.json").write_text(json.dumps(meta) + "\n")
@@ -242,8 +250,9 @@ main()
 
 def traced_opens(project: Path, how: str) -> dict[str, int]:
     """Run the no-op `snakemake -n` under strace (every process and thread) or a Python
-    audit hook, and count what it opens in the project: files under data/ (must be none),
-    directories under data/ (listings), and run records (a check that the trace works)."""
+    audit hook, and count what it opens in the project: files under data/ (must be none
+    but prepared folders' meta.json, counted apart), directories under data/ (listings),
+    and run records (a check that the trace works)."""
     root = project.resolve()
     data = root / "data"
     runs = root / "results" / "runs"
@@ -257,6 +266,7 @@ def traced_opens(project: Path, how: str) -> dict[str, int]:
     if "Nothing to be done" not in output:
         sys.exit(f"bench_scheduler: the traced no-op run planned jobs:\n{output[-3000:]}")
     data_files: set[str] = set()
+    metas: set[str] = set()
     counts = {"data_dirs": 0, "records": 0}
     for line in log.read_text(errors="replace").splitlines():
         if how == "strace":
@@ -271,12 +281,19 @@ def traced_opens(project: Path, how: str) -> dict[str, int]:
         if path.is_relative_to(data):
             if "O_DIRECTORY" in flags or path.is_dir():
                 counts["data_dirs"] += 1
+            elif path.name == "meta.json" and path.is_relative_to(data / "prepared"):
+                metas.add(str(path))
             else:
                 data_files.add(str(path))
         elif path.is_relative_to(runs) and path.suffix == ".json":
             counts["records"] += 1
     log.unlink()
-    return {"data_files": len(data_files), **counts, "examples": sorted(data_files)[:10]}
+    return {
+        "data_files": len(data_files),
+        "metas": len(metas),
+        **counts,
+        "examples": sorted(data_files)[:10],
+    }
 
 
 def profile_noop(project: Path, out: Path) -> None:
@@ -373,7 +390,8 @@ def main(argv: list[str] | None = None) -> int:
             opens = traced_opens(project, how)
             print(
                 f"no-op rerun under {how}: {opens['data_files']} dataset files opened under "
-                f"data/ (of {n_data_files}), {opens['data_dirs']} data/ directories listed; "
+                f"data/ (of {n_data_files}) besides {opens['metas']} prepared meta.json, "
+                f"{opens['data_dirs']} data/ directories listed; "
                 f"{opens['records']} record opens seen (the trace works)"
             )
             for path in opens["examples"]:
