@@ -320,6 +320,40 @@ def _journal_with_trials(path: Path) -> list[bytes]:
     return path.read_bytes().split(b"\n")
 
 
+def test_a_journal_whose_last_entry_was_cut_short_resumes(project, tmp_path):
+    """A worker killed while writing leaves the journal's last line unfinished. Optuna
+    skips that line when it reads but appends its next entry right after it (the search
+    then died with a JSONDecodeError from inside Optuna, and the journal was damaged for
+    good): the unfinished bytes are moved aside, named in the log, and the search resumes
+    from the whole entries and meets its budget."""
+    params = _params(project)
+    job = Job("uea", "BasicMotions", "MS4", 0)
+    search = {**search_of(params, "uea", "MS4"), "n_trials": 1}
+    base = untuned_spec(params, job)
+    journal = tmp_path / "MS4.journal"
+    kwargs = dict(training_keys=TRAINING_KEYS, storage="journal", journal_path=journal,
+                  tuned_path=tmp_path / "MS4.json", stale_after_s=3600)  # fmt: skip
+    run_search(base, search, log=lambda _: None, **kwargs)
+    whole = journal.read_bytes()
+    journal.write_bytes(whole[:-5])  # the last entry (the trial's end) cut short
+    lines = []
+    tuned = run_search(base, search, log=lines.append, **kwargs)
+    assert tuned["n_complete"] == 1
+    (aside,) = tmp_path.glob("MS4.journal.unfinished-*")
+    cut = whole[:-5][whole[:-5].rfind(b"\n") + 1 :]
+    assert aside.read_bytes() == cut and cut
+    text = journal.read_bytes()
+    assert text.startswith(whole[: len(whole) - 5 - len(cut)]) and text.endswith(b"\n")
+    assert all(json.loads(line) for line in text.splitlines())
+    warned = [line for line in lines if "its last entry was cut short" in line]
+    n_whole = whole[:-5].count(b"\n")
+    assert warned == [
+        f"warning: {journal}: its last entry was cut short ({len(cut)} bytes with no line "
+        f"end: a write that did not finish); moved to {aside}, and the search resumes from "
+        f"the {n_whole} whole entries before it"
+    ]
+
+
 def test_a_damaged_journal_is_named_with_how_to_start_again(tmp_path, monkeypatch, capsys):
     """A journal line cut short in the middle of the file (Optuna raised JSONDecodeError
     from inside its reader) stops `ssmbench tune` with the file and line named; a last

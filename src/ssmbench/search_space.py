@@ -320,15 +320,16 @@ def tuned_is_current(tuned_path: Path, search: dict, base_spec: dict) -> bool:
 
 def check_journal(path: Path) -> None:
     """A search's Optuna journal (one JSON entry a line) that a search can resume from:
-    every finished line parses (an unfinished last line, a write cut short, is one Optuna
-    skips). Raises SearchError naming the file, the line and how to start again."""
+    every finished line parses (an unfinished last line, a write cut short, is moved aside
+    when the search opens: ``train.tune.mend_unfinished_entry``). Raises SearchError naming
+    the file, the line and how to start again."""
     path = Path(path)
     if not path.is_file():
         return
     with open(path, "rb") as f:
         for number, line in enumerate(f, start=1):
             if not line.endswith(b"\n"):
-                return  # the last line, unfinished: Optuna skips it
+                return  # the last line, unfinished: moved aside when the search opens
             try:
                 json.loads(line)
             except ValueError as exc:

@@ -22,6 +22,10 @@ file its best trial gives (``ssmbench.search_space`` says what params.yaml decla
   heartbeat is older than ``tuning.stale_after_s`` is failed and its parameters queued
   again, so the budget is met with finished trials. A SIGTERM (SLURM's time limit or
   preemption) fails the trial in progress the same way and exits with the resume status.
+  A journal whose last entry was cut short (a worker killed while writing it) has that
+  unfinished line moved to ``<journal>.unfinished-<time>`` before the study opens, under
+  Optuna's own journal lock: Optuna skips such a line when it reads, but appends the next
+  entry right after it, which would glue the two into one damaged line mid-file.
 * **Budget**: ``n_trials`` finished trials (complete, or failed by a diverged loss), over
   every worker; a worker that finds the budget taken by trials still running elsewhere
   waits for them, and the last to finish writes the tuned file (atomically).
@@ -37,7 +41,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ssmbench.io import atomic_write_json
+from ssmbench.io import atomic_write, atomic_write_json
 from ssmbench.search_space import DIRECTIONS, TUNED_FORMAT, search_digest, split_params, suggest
 from ssmbench.staleness import sealed
 from ssmbench.train.checks import DivergedError
@@ -52,6 +56,36 @@ WORKER, HEARTBEAT, RETRY_OF, ABANDONED = "worker", "heartbeat", "retry_of", "aba
 
 def study_name(base_spec: dict, digest: str) -> str:
     return f"{base_spec['benchmark']}.{base_spec['dataset']}.{base_spec['model']}.{digest}"
+
+
+def mend_unfinished_entry(journal_path: Path, log: Callable[[str], None]) -> Path | None:
+    """Move the unfinished last line of an Optuna journal (bytes after its last line end:
+    a write cut short) to ``<journal>.unfinished-<UTC time>``, under the lock Optuna's
+    ``JournalFileBackend`` takes to append, so no live worker is writing; return where it
+    went, or None when the journal ends with a whole line (or does not exist)."""
+    from optuna.storages.journal import JournalFileSymlinkLock
+    from optuna.storages.journal._file import get_lock_file
+
+    journal_path = Path(journal_path)
+    if not journal_path.is_file() or journal_path.stat().st_size == 0:
+        return None
+    with get_lock_file(JournalFileSymlinkLock(str(journal_path))):
+        with open(journal_path, "r+b") as f:
+            data = f.read()
+            if data.endswith(b"\n"):
+                return None
+            keep = data.rfind(b"\n") + 1  # 0 when not one line is whole
+            stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+            aside = journal_path.with_name(f"{journal_path.name}.unfinished-{stamp}")
+            atomic_write(aside, lambda tmp: tmp.write_bytes(data[keep:]))
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+    whole = data[:keep].count(b"\n")
+    log(f"warning: {journal_path}: its last entry was cut short ({len(data) - keep} bytes "
+        f"with no line end: a write that did not finish); moved to {aside}, and the search "
+        f"resumes from the {whole} whole entries before it")  # fmt: skip
+    return aside
 
 
 def open_storage(storage: str, journal_path: Path):
@@ -167,6 +201,8 @@ def run_search(
     direction = DIRECTIONS[monitor]
     digest = search_digest(search, base_spec)
     name = study_name(base_spec, digest)
+    if storage == "journal":
+        mend_unfinished_entry(journal_path, log)
     study = optuna.create_study(
         study_name=name, storage=open_storage(storage, journal_path), direction=direction,
         load_if_exists=True,
