@@ -153,6 +153,36 @@ def test_a_raw_copy_hard_linked_to_its_source_is_copied_again(tmp_path):
     assert os.stat(source_x).st_nlink == 1
 
 
+@pytest.mark.parametrize("adopted", [False, True], ids=["local_dir", "raw folder"])
+def test_a_monster_file_linked_from_outside_its_folder_is_refused(tmp_path, adopted):
+    """A symbolic link in the dataset's folder to a file elsewhere on the machine is
+    refused, the link named and neither the target nor its content printed; nothing is
+    copied. The same holds for files put in the raw folder by hand (offline adoption)."""
+    _, folder = _monster_local_dir(tmp_path / "local")
+    secret = tmp_path / "elsewhere" / "private.npy"
+    secret.parent.mkdir()
+    secret.write_bytes(_npy_bytes(np.full((N, C, L), 7.0, dtype=np.float32)))
+    raw = tmp_path / "raw"
+    if adopted:
+        shutil.copytree(folder, raw / NAME)
+        folder = raw / NAME
+        settings = {"source": "monster", "local_dir": None, "offline": True}
+    else:
+        settings = {"source": "monster", "local_dir": str(tmp_path / "local"), "offline": True}
+    link = folder / f"{NAME}_X.npy"
+    link.unlink()
+    link.symlink_to(secret)
+    with pytest.raises(DataError) as err:
+        sources.fetch(NAME, raw, settings)
+    assert str(err.value) == (
+        f"{link}: a symbolic link to a file outside its folder {folder}; put the file itself "
+        f"in the folder"
+    )
+    assert not (raw / NAME / "provenance.json").exists()
+    if not adopted:
+        assert not (raw / NAME / f"{NAME}_X.npy").exists()
+
+
 def test_local_dir_moved_elsewhere_changes_the_recipe_and_is_fetched_from_there(tmp_path):
     _, first = _monster_local_dir(tmp_path / "a")
     _, second = _monster_local_dir(tmp_path / "b")

@@ -23,7 +23,10 @@ Where the files come from:
    changes neither it nor the prepared data. ``provenance.json`` records the folder
    (``source_url``) and each file's stamp (``origin``: path, size, times, inode); a fetch
    re-copies when ``local_dir`` points elsewhere or a source file's content changed (its
-   stamp differs and so does its sha256), and says why (``fetched_because``).
+   stamp differs and so does its sha256), and says why (``fetched_because``). A file
+   that is a symbolic link to one outside its folder is refused, the link named (a link
+   could bring any file of the machine into the raw copy); so is one put by hand in the
+   raw folder (2.).
 2. Offline (``offline=True``, or ``HF_HUB_OFFLINE=1``) without ``local_dir``: the files
    already in ``<raw_dir>/<Name>/``; nothing else.
 3. The Hub, through ``huggingface_hub.hf_hub_download`` (endpoint ``HF_ENDPOINT``, default
@@ -294,6 +297,15 @@ def _fetch_local(name: str, dest: Path, root: Path, folder: Path) -> dict:
     files = folder_files(name, folder)
     expected, sums_used = listed_sha256(root, folder, name, files)
     raw_files, sizes, verified, stamps = {}, {}, {}, {}
+    inside = folder.resolve()
+    for fname in files:
+        if not (folder / fname).resolve().is_relative_to(inside):
+            # named, never followed into the message: a link could bring any file of
+            # the machine into the raw copy
+            raise DataError(
+                f"{folder / fname}: a symbolic link to a file outside its folder {folder}; "
+                f"put the file itself in the folder"
+            )
     with staging(dest) as staged:
         for fname in files:
             src = folder / fname
