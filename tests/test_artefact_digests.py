@@ -167,6 +167,9 @@ def test_an_edited_file_is_changed_by_hand_and_left_out(
     assert set(curves["fold"]) == {1}
     lines = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
     assert any(str(path) in line and "changed by hand" in line for line in lines), lines
+    # the curve's line too, in the report's log (not a bare Python warning)
+    assert any(line.startswith("curve ") and "fold0.curve.csv left out" in line
+               for line in lines), lines  # fmt: skip
 
 
 def test_a_record_without_its_digest_is_read_as_before(project, runs, caplog, tmp_path):

@@ -154,7 +154,7 @@ def test_full_disk_on_the_record_is_a_clear_error_of_ssmbench_train(
     assert json.loads(record.read_text())["epochs_run"] == EPOCHS
 
 
-def test_a_curve_that_is_not_its_records_is_not_trusted(project, record):
+def test_a_curve_that_is_not_its_records_is_not_trusted(project, record, caplog):
     """A run killed between publishing its curve and its record: the new curve lies beside
     the previous record."""
     run_job(spec_of(project), record, log=quiet)
@@ -166,9 +166,14 @@ def test_a_curve_that_is_not_its_records_is_not_trusted(project, record):
     assert "its curve file fold0.curve.csv is not the one written with it" in state.why
     status = run_status(params_of(project), JOB, project)
     assert status.state == "edited" and "not the one written with it" in status.detail
-    with pytest.warns(UserWarning, match="not the curve of the record beside it"):
+    with caplog.at_level("WARNING", logger="ssmbench.report"):
         curves = load_curves(project / "results/runs")
     assert curves.empty
+    (line,) = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert line == (
+        f"curve {curve} left out: it is not the curve of the record beside it, fold0.json "
+        f"(its curve file fold0.curve.csv is not the one written with it)"
+    )
 
 
 def test_an_orphan_curve_is_ignored_and_replaced(project, record):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -65,11 +64,10 @@ def load_curves(runs_dir: str | os.PathLike, models: Sequence[str] | None = None
             continue
         edited = content_problem(record)
         if edited:
-            warnings.warn(
-                f"curve {path} left out: its record {record_path.name} was changed by hand "
-                f"({edited}); re-run the job with --force or restore the file",
-                stacklevel=2,
-            )
+            log.warning(
+                "curve %s left out: its record %s was changed by hand (%s); re-run the job "
+                "with --force or restore the file", path, record_path.name, edited,
+            )  # fmt: skip
             continue
         if CURVE_FILE_KEY in record:
             problem = (
@@ -78,11 +76,10 @@ def load_curves(runs_dir: str | os.PathLike, models: Sequence[str] | None = None
                 else curve_problem(record_path, record)
             )
             if problem:
-                warnings.warn(
-                    f"curve {path} left out: it is not the curve of the record beside it, "
-                    f"{record_path.name} ({problem})",
-                    stacklevel=2,
-                )
+                log.warning(
+                    "curve %s left out: it is not the curve of the record beside it, %s (%s)",
+                    path, record_path.name, problem,
+                )  # fmt: skip
                 continue
         try:
             curve = pd.read_csv(path, float_precision="round_trip")  # exact, not 1 ulp off
