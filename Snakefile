@@ -5,7 +5,7 @@
 from snakemake.utils import min_version, update_config
 
 from ssmbench.project_lock import hold_for_snakemake
-from ssmbench.params_file import read_params, validate_schema
+from ssmbench.params_file import read_params_and_files, validate_schema
 
 min_version("9.0")
 
@@ -20,10 +20,10 @@ hold_for_snakemake(workflow.is_main_process)
 # syntax error, a duplicated key or an empty file gets the message `ssmbench check`
 # gives (file, line, key); `--config` / `--configfile` values from the command line,
 # already in `config`, override the file as they would a configfile.
-_params = read_params("params.yaml")
+_params, _files = read_params_and_files("params.yaml")
 update_config(_params, config)
 config.update(_params)
-validate_schema(config, source="params.yaml")
+validate_schema(config, source="params.yaml", files=_files)
 
 
 include: "workflow/rules/common.smk"

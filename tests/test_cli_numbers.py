@@ -62,6 +62,25 @@ def test_folds_and_seed_base_beyond_numpys_seeds_are_named_in_params(tmp_path, c
     assert f"{MAX_SEED + 1}, above {MAX_SEED}" in err
 
 
+def test_a_schema_problem_in_a_study_file_names_that_file(tmp_path):
+    """params.yaml names its study files (studies:); a value out of range in one of them
+    is named with the file that holds it, not only params.yaml."""
+    import shutil
+
+    shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
+    shutil.copytree(REPO / "params", tmp_path / "params")
+    study = tmp_path / "params/ms4.yaml"
+    text = study.read_text()
+    assert text.count("    folds: [0, 1]\n") >= 1
+    study.write_text(text.replace("    folds: [0, 1]\n", "    folds: [4294967296]\n", 1))
+    with pytest.raises(ConfigError) as err:
+        load_params(tmp_path / "params.yaml")
+    assert (
+        "  suites.default.folds.0: 4294967296 is greater than the maximum of 4294967295 "
+        "(in params/ms4.yaml)"
+    ) in str(err.value)
+
+
 def test_the_largest_fold_numpy_takes_is_accepted(tmp_path, capsys):
     import yaml
 

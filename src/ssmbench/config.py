@@ -20,7 +20,7 @@ from typing import Any
 
 from ssmbench.data.names import name_problem
 from ssmbench.data.validation_split import split_settings
-from ssmbench.params_file import ConfigError, read_params, validate_schema
+from ssmbench.params_file import ConfigError, read_params_and_files, validate_schema
 from ssmbench.precedence import (
     BATCH_AND_EPOCH_KEYS,
     PROTOCOL_KEYS,
@@ -62,10 +62,10 @@ class Job:
 
 def load_params(path: str | Path = "params.yaml", suite: str | None = None) -> dict:
     """Read, schema-validate and cross-check params.yaml; `suite` overrides `params["suite"]`."""
-    params = read_params(path)
+    params, files = read_params_and_files(path)
     if suite is not None:
         params["suite"] = suite
-    validate_schema(params, source=str(path))
+    validate_schema(params, source=str(path), files=files)
     check_params(params, source=str(path))
     return params
 

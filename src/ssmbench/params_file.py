@@ -210,20 +210,38 @@ def _refuse_duplicate_keys(root: yaml.Node, path: Path) -> None:
     walk(root, "")
 
 
-def validate_schema(params: dict, source: str = "params.yaml") -> None:
+def validate_schema(
+    params: dict, source: str = "params.yaml", files: dict[str, str] | None = None
+) -> None:
     """Check params.yaml's shape against the JSON Schema. Raises ConfigError with one line
     per problem, each naming its dotted path; an unknown key is named by its own path
-    (``protocol.learning_rate: unknown key (allowed: ...)``)."""
+    (``protocol.learning_rate: unknown key (allowed: ...)``). ``files`` (from
+    `read_params_and_files`) names the study file of an entry, which a problem inside it
+    names too (``suites.default.folds.0: ... (in params/ms4.yaml)``)."""
     import jsonschema
 
     schema = _schema()
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(params), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:
-        lines = [f"  {line}" for e in errors for line in _schema_problems(e, schema)]
+        lines = [
+            f"  {line}{_in_file(e, files or {})}"
+            for e in errors
+            for line in _schema_problems(e, schema)
+        ]
         raise ConfigError(
             f"{source} does not match the schema {SCHEMA_PATH.name}:\n" + "\n".join(lines)
         )
+
+
+def _in_file(error, files: dict[str, str]) -> str:
+    """`` (in <study file>)`` for a schema error inside an entry a study file added."""
+    path = [str(p) for p in error.absolute_path]
+    for depth in range(len(path), 0, -1):
+        where = files.get(".".join(path[:depth]))
+        if where is not None:
+            return f" (in {where})"
+    return ""
 
 
 def _schema_problems(error, schema: dict) -> list[str]:
