@@ -799,9 +799,10 @@ def prepare_monster(
 def _catalog_check(name: str, x_path: Path, read: dict) -> tuple[dict, list[str]]:
     """What was read against the catalog's entry (``catalog.compare_with_catalog``):
     (``meta["catalog_check"]``, warnings). A difference the entry does not expect is a
-    recorded warning, not an error: X's header gives N, C and L and the fetch checked every
-    file against the Hub's checksum, so it is the release that was fetched, not a damaged
-    copy (a truncated X fails its read)."""
+    recorded warning, not an error: X's header gives N, C and L, so it is the file as
+    fetched, not a damaged copy (a truncated X fails its read; a Hub download is also
+    checked against the Hub's checksum, a local_dir copy against a SHA256SUMS where one is
+    given)."""
     check = compare_with_catalog("monster", name, read)
     unexpected = [d for d in check["differences"] if d["reason"] is None]
     if check["entry"] is None:
@@ -816,9 +817,9 @@ def _catalog_check(name: str, x_path: Path, read: dict) -> tuple[dict, list[str]
                            for d in unexpected)  # fmt: skip
         warnings.append(
             f"{x_path}: {name} as read differs from its catalog entry {check['entry']} "
-            f"(ssmbench.data.catalog): {listed}. Prepared as read (the fetched release, "
-            f"checked against its checksums); results on it may not be comparable with the "
-            f"MONSTER paper's. Once the difference is understood, record it with its reason "
+            f"(ssmbench.data.catalog): {listed}. Prepared as read (X's own header gives "
+            f"N, C and L: a truncated file would not have read); results on it may not be "
+            f"comparable with the MONSTER paper's. Once the difference is understood, record it with its reason "
             f"in the entry's expected_differences (src/ssmbench/data/catalog.py)."
         )
     return {**check, "result": result}, warnings
