@@ -359,4 +359,7 @@ def test_status_and_train_see_a_source_changed_after_the_record(tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert f"warning: uea/{UEA}: its source changed since it was fetched: " in done.stderr
-    assert "This run reads the prepared copy of what was fetched" in done.stderr
+    assert (
+        "`ssmbench train` reads (and judges a record current against) the prepared copy of "
+        "what was fetched" in done.stderr
+    )

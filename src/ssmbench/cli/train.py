@@ -82,10 +82,10 @@ def _train(args, stop) -> int:
     if changed:
         log(
             f"warning: {args.benchmark}/{args.dataset}: its source changed since it was "
-            f"fetched: {changed}. This run reads the prepared copy of what was fetched; "
-            f"fetch and prepare it again (`ssmbench fetch --benchmark {args.benchmark} "
-            f"--dataset {args.dataset}`, then `ssmbench prepare`, or rerun the workflow) to "
-            "train on the source as it is"
+            f"fetched: {changed}. `ssmbench train` reads (and judges a record current "
+            f"against) the prepared copy of what was fetched; fetch and prepare it again "
+            f"(`ssmbench fetch --benchmark {args.benchmark} --dataset {args.dataset}`, then "
+            f"`ssmbench prepare`, or rerun the workflow) to train on the source as it is"
         )
     if not args.force and record_state(record, spec).current:
         # a retried group job or a workflow-code change runs a finished run again

@@ -819,8 +819,9 @@ def _catalog_check(name: str, x_path: Path, read: dict) -> tuple[dict, list[str]
             f"{x_path}: {name} as read differs from its catalog entry {check['entry']} "
             f"(ssmbench.data.catalog): {listed}. Prepared as read (X's own header gives "
             f"N, C and L: a truncated file would not have read); results on it may not be "
-            f"comparable with the MONSTER paper's. Once the difference is understood, record it with its reason "
-            f"in the entry's expected_differences (src/ssmbench/data/catalog.py)."
+            f"comparable with the MONSTER paper's. Once the difference is understood, "
+            f"record it with its reason in the entry's expected_differences "
+            f"(src/ssmbench/data/catalog.py)."
         )
     return {**check, "result": result}, warnings
 
