@@ -177,7 +177,8 @@ def test_record_state_says_current_or_why_not(spec, tmp_path):
     write_record(record, spec, protocol={"lr": 1.0}, model_params={})
     state = record_state(record, spec)
     assert not state.current and record_is_stale(record, spec)
-    assert state.why == "changed since the record: model hyperparameters, protocol settings"
+    assert state.why.startswith("changed since the record: model hyperparameters (")
+    assert ", protocol settings (" in state.why and "lr: 1.0 -> " in state.why
     write_record(record, spec, code_digest="0" * 16)
     assert record_state(record, spec).why == (
         f"changed since the record: training code (0000000000000000 -> {spec['code']})"

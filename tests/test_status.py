@@ -154,7 +154,10 @@ def test_each_state(params, tmp_path):
     states = {job: run_status(params, job, tmp_path) for job in (done, stale, failed, incomplete)}
     assert states[done].state == "done" and states[done].detail == ""
     assert states[stale].state == "stale"
-    assert states[stale].detail == "changed since the record: protocol settings"
+    assert states[stale].detail.startswith(  # the keys that differ, the first three named
+        "changed since the record: protocol settings (lr: 1.0 -> 0.001, archive_dir: absent "
+        "-> null, "
+    ) and states[stale].detail.endswith(" more)")
     assert states[failed].state == "failed"
     assert states[failed].detail == "ValueError: d_model (16) must be a multiple of n_heads (3)"
     assert states[failed].log == str(train_log_path(tmp_path / "logs", failed))
@@ -214,7 +217,7 @@ def test_changed_model_hyperparameters_make_the_record_stale(params, tmp_path):
     params["models"]["MS4"]["dropout"] = 0.1
     status = run_status(params, job, tmp_path)
     assert status.state == "stale" and status.detail == (
-        "changed since the record: model hyperparameters"
+        "changed since the record: model hyperparameters (dropout: 0.01 -> 0.1)"
     )
 
 

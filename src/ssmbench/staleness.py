@@ -342,6 +342,33 @@ def _meta_raw_files(path: str, mtime_ns: int, size: int) -> dict | None:
     return raw_files if isinstance(raw_files, dict) else None
 
 
+def _keys_changed(made_with, asked: dict, shown: int = 3) -> str:
+    """`` (key: old -> new, ...)``: the keys whose values differ between what a record was
+    made with and what is asked now (``absent`` where one side lacks the key), the first
+    ``shown`` of them by name, changed values before added or removed keys; empty when the
+    record holds no mapping there."""
+    if not isinstance(made_with, dict) or not isinstance(asked, dict):
+        return ""
+    absent = object()
+    keys = sorted(
+        (
+            k
+            for k in set(made_with) | set(asked)
+            if made_with.get(k, absent) != asked.get(k, absent)
+        ),
+        key=lambda k: (k not in made_with or k not in asked, str(k)),
+    )  # a value changed before a key added or removed
+
+    def value(v) -> str:
+        text = "absent" if v is absent else json.dumps(v, sort_keys=True, default=str)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    listed = [f"{k}: {value(made_with.get(k, absent))} -> {value(asked.get(k, absent))}"
+              for k in keys[:shown]]  # fmt: skip
+    more = f", {len(keys) - shown} more" if len(keys) > shown else ""
+    return f" ({', '.join(listed)}{more})" if listed else ""
+
+
 def _dataset_change(made_from, now: dict) -> str:
     """What differs between a record's ``dataset_sha256`` and the prepared data's."""
     made_from = made_from if isinstance(made_from, dict) else {}
@@ -374,7 +401,7 @@ def record_state(record_path: str | Path, spec: dict, root: str | Path = ".") ->
     if isinstance(protocol, dict):
         protocol = {k: v for k, v in protocol.items() if k not in EXECUTION_KEYS}
     changed = [
-        name
+        f"{name}{_keys_changed(made_with, asked)}"
         for name, made_with, asked in (
             ("model hyperparameters", record.get("model_params"), spec["model_params"]),
             ("protocol settings", protocol, tracked_settings(spec)["settings"]),
