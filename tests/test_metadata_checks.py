@@ -238,6 +238,26 @@ def test_rows_with_no_observed_value_are_said_naming_file_and_rows(drop_copy):
     assert str(drop_copy / "M.npy") in message and "BasicMotionsDrop" in message
     assert f"2 of {len(M)} row(s) with no observed value" in message
     assert "rows [3, 17]" in message
+    assert PreparedDataset(drop_copy).padding_warning() == message  # the mask unread too
+
+
+@pytest.mark.parametrize("model", ["MS4N", "TIDES-drop"])
+def test_a_run_of_any_model_records_rows_with_no_observed_value(drop_copy, model):
+    """A model of the values alone (MS4N) or of values and steps (TIDES-drop) is given
+    padding for such rows as a masked model is: its run says so too."""
+    from ssmbench.config import Job, job_spec
+    from ssmbench.params_file import read_params
+    from ssmbench.train.run_setup import set_up
+
+    M = np.load(drop_copy / "M.npy")
+    M[[3, 17]] = False
+    np.save(drop_copy / "M.npy", M, allow_pickle=False)
+    params = read_params(REPO / "params.yaml")
+    spec = job_spec(params, Job("uea_drop", "BasicMotionsDrop", model, 0))
+    spec["prepared_dir"] = str(drop_copy)
+    setup = set_up(spec, threads=1)
+    (warning,) = setup.spec["data_warnings"]
+    assert "BasicMotionsDrop has 2 of" in warning and "rows [3, 17]" in warning
 
 
 # ------------------------------------------------------------------ test indices

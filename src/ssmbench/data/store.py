@@ -127,7 +127,7 @@ class PreparedDataset:
         if self.meta["task"] == "classification":
             self._check_classes()
         self._test_cache: dict[int, np.ndarray] = {}
-        self.padding_rows: np.ndarray | None = None  # rows with no observed value (observed)
+        self.padding_rows: np.ndarray | None = None  # rows with no observed value (M.npy)
 
     def _check_classes(self) -> None:
         """meta.json's ``n_classes`` against its ``classes`` and the labels of y.npy: every
@@ -311,15 +311,25 @@ class PreparedDataset:
                 f"{self.path / 'M.npy'}: shape {mask.shape} dtype {mask.dtype}, expected "
                 f"bool (N, C, L) = {(N, C, L)}. Run the prepare step again."
             )
-        self.padding_rows = np.flatnonzero(~self._observed_steps().any(axis=1))
+        self._find_padding_rows(self._observed_steps())
         return mask, self.OBSERVED_FROM_MASK
 
+    def _find_padding_rows(self, observed: np.ndarray | None) -> None:
+        """Keep the rows of ``observed`` (bool (N, L), `_observed_steps`) with no observed
+        step, for `padding_warning`; nothing without ``M.npy``."""
+        if observed is not None:
+            self.padding_rows = np.flatnonzero(~observed.any(axis=1))
+
     def padding_warning(self) -> str | None:
-        """What to say of the rows with no observed value that `observed` found (None:
-        there are none, or it was not called). A warning, not an error: such rows are the
-        data as their benchmark samples it (Physiome-ODE's observation sampling can leave
-        a row's observation window empty; a high drop rate can drop all of a short row),
-        and a model given them sees padding only; the run records it (data_warnings)."""
+        """What to say of the rows with no observed value in ``M.npy`` (None: there are
+        none, or no M.npy), whatever inputs a model reads: a model of the values alone is
+        given padding for them too. Read once (`observed` and `steps` find them as they
+        read the mask). A warning, not an error: such rows are the data as their
+        benchmark samples it (Physiome-ODE's observation sampling can leave a row's
+        observation window empty; a high drop rate can drop all of a short row), and a
+        model given them sees padding only; the run records it (data_warnings)."""
+        if self.padding_rows is None:
+            self._find_padding_rows(self._observed_steps())
         empty = self.padding_rows
         if empty is None or not empty.size:
             return None
@@ -374,6 +384,7 @@ class PreparedDataset:
             )
         # a row whose observed steps (M.npy; every step without it) all share one time
         observed = self._observed_steps()
+        self._find_padding_rows(observed)
         if observed is None:
             observed = np.ones((N, L), dtype=bool)
         spread = np.where(observed, T, -np.inf).max(axis=1) - np.where(observed, T, np.inf).min(

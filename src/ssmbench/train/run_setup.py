@@ -265,6 +265,6 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
         data.inputs["steps"], data.steps_source = dataset.steps()
     if "mask" in model_inputs(model):  # which values were observed
         data.inputs["mask"], data.mask_source = dataset.observed()
-        if dataset.padding_warning():  # rows with no observed value: kept, and said
-            spec["data_warnings"].append(dataset.padding_warning())
+    if dataset.padding_warning():  # rows with no observed value (any model): kept, and said
+        spec["data_warnings"].append(dataset.padding_warning())
     return RunSetup(spec, seed, device, data, batch_size, model)
