@@ -417,3 +417,38 @@ def test_a_fetch_failure_is_failed_too(params, tmp_path):
         "failed",
         "fetch: ssmbench fetch: error: UEA dataset X: download failed",
     )
+
+
+def test_logs_that_cannot_be_read_are_said_not_a_traceback(params, tmp_path):
+    """A log path that is a folder is the run's error, named; a file where the logs folder
+    should be is no log at all; a fetch log that is a folder is the data's error."""
+    job = suite_grid(params)[0]
+    log = train_log_path(tmp_path / "logs", job)
+    log.mkdir(parents=True)
+    got = run_status(params, job, tmp_path)
+    assert (got.state, got.detail) == (
+        "failed",
+        f"the log {log} cannot be read (Is a directory); remove it, and the job writes it "
+        f"again when it runs",
+    )
+    log.rmdir()
+    fetch_log = tmp_path / "logs" / "fetch" / job.benchmark / f"{job.dataset}.log"
+    fetch_log.mkdir(parents=True)
+    got = run_status(params, job, tmp_path)
+    assert got.state == "failed" and got.detail.startswith(f"fetch: the log {fetch_log} cannot")
+    for path in sorted((tmp_path / "logs").rglob("*"), reverse=True):
+        path.rmdir()
+    (tmp_path / "logs").rmdir()
+    (tmp_path / "logs").write_text("a file where the logs folder goes\n")
+    assert run_status(params, job, tmp_path).state == "missing"
+    assert len(suite_status(params, root=tmp_path)) == len(suite_grid(params))
+
+
+def test_a_log_ending_in_one_line_longer_than_the_tail_shows_its_end(params, tmp_path):
+    job = suite_grid(params)[0]
+    log = train_log_path(tmp_path / "logs", job)
+    log.parent.mkdir(parents=True)
+    log.write_text("epoch    1/2 " + "x" * (2 * LOG_TAIL_BYTES) + " tail\n")
+    got = run_status(params, job, tmp_path)
+    assert got.state == "incomplete" and got.detail.startswith("...xxx")
+    assert got.detail.endswith("x tail")

@@ -116,11 +116,16 @@ def data_log_error(logs_dir: str | Path, job: Job) -> tuple[str, Path, float] | 
         try:
             mtime = path.stat().st_mtime
             error = last_error_line(path)
-        except FileNotFoundError:
+        except NO_LOG:
             continue
         if error is not None and (found is None or mtime >= found[2]):
             found = (f"{step}: {error}", path, mtime)
     return found
+
+
+#: what makes a log absent rather than unreadable: no such file, or a file where a folder
+#: of its path should be
+NO_LOG = (FileNotFoundError, NotADirectoryError)
 
 
 def _tail_lines(path: Path) -> list[str]:
@@ -130,9 +135,18 @@ def _tail_lines(path: Path) -> list[str]:
         handle.seek(max(0, size - LOG_TAIL_BYTES))
         data = handle.read()
     lines = data.decode("utf-8", errors="replace").splitlines()
-    if size > LOG_TAIL_BYTES and lines:
+    if size > LOG_TAIL_BYTES and len(lines) > 1:
         lines = lines[1:]  # the first line of the window may be cut
+    elif size > LOG_TAIL_BYTES and lines:
+        lines = ["..." + lines[0]]  # one line longer than the window: its end, marked cut
     return lines
+
+
+def _unreadable(path: Path, exc: OSError) -> str:
+    return (
+        f"the log {path} cannot be read ({exc.strerror or exc}); remove it, and the job "
+        f"writes it again when it runs"
+    )
 
 
 def _with_continuation(lines: list[str], i: int) -> str:
@@ -156,7 +170,12 @@ def last_error_line(log_path: str | Path) -> str | None:
     ``Traceback (most recent call last):``); a ``<program>: error: ...`` line gives itself.
     Whichever is nearer the end of the log wins. A message that goes on over indented
     lines after a ':' is joined into one line."""
-    lines = _tail_lines(Path(log_path))
+    try:
+        lines = _tail_lines(Path(log_path))
+    except NO_LOG:
+        raise
+    except OSError as exc:  # a folder, no permission: said as the log's error
+        return _unreadable(Path(log_path), exc)
     traceback_at = error_at = None
     for i in range(len(lines) - 1, -1, -1):
         line = lines[i]
@@ -180,7 +199,12 @@ def last_error_line(log_path: str | Path) -> str | None:
 
 
 def _last_line(log_path: Path) -> str:
-    lines = [line for line in _tail_lines(log_path) if line.strip()]
+    try:
+        lines = [line for line in _tail_lines(log_path) if line.strip()]
+    except NO_LOG:
+        return "(no log)"
+    except OSError as exc:
+        return _unreadable(log_path, exc)
     return lines[-1].strip() if lines else "(empty log)"
 
 
@@ -226,7 +250,7 @@ def run_status(
             return status("done")
         try:
             rerun_failed = log.stat().st_mtime > record_mtime and last_error_line(log)
-        except FileNotFoundError:
+        except NO_LOG:
             rerun_failed = None
         if rerun_failed:
             return status("failed", rerun_failed)
@@ -237,7 +261,7 @@ def run_status(
     try:
         error = last_error_line(log)
         log_mtime = log.stat().st_mtime
-    except FileNotFoundError:
+    except NO_LOG:
         error, log_mtime = None, None
     if data_error is not None and (log_mtime is None or data_error[2] > log_mtime):
         return status("failed", data_error[0], data_error[1])
