@@ -176,6 +176,21 @@ def read_record(path: str | os.PathLike, runs_dir: str | os.PathLike | None = No
             raise RecordError(
                 f"malformed run record {path}: {key!r} must be a number or null, got {value!r}"
             )
+        # what `ssmbench train` writes: finite, not negative; an error rate at most 1
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            raise RecordError(
+                f"malformed run record {path}: {key!r} must be a finite number >= 0 or null, "
+                f"got {value!r}"
+            )
+    if (
+        record.get("error_metric", "error") == "error"
+        and record.get("test_error") is not None
+        and record["test_error"] > 1
+    ):
+        raise RecordError(
+            f"malformed run record {path}: 'test_error' {record['test_error']!r} is an error "
+            f"rate (error_metric 'error': 1 - accuracy), so at most 1"
+        )
     # The curve a record vouches for: a plain file name beside it and a sha256.
     curve = record.get("curve_file")
     if curve is not None and (

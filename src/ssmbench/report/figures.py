@@ -91,6 +91,16 @@ def load_curves(runs_dir: str | os.PathLike, models: Sequence[str] | None = None
                 f"malformed curve file {path}: missing column(s) {', '.join(missing)}"
             )
         curve = curve[list(CURVE_COLUMNS)]
+        for column in CURVE_COLUMNS:  # numbers, or empty (an epoch not validated)
+            values = pd.to_numeric(curve[column], errors="coerce")
+            bad = values.isna() & curve[column].notna()
+            if bad.any():
+                row = int(bad.to_numpy().argmax())
+                raise RecordError(
+                    f"malformed curve file {path}: {column} {curve[column].iloc[row]!r} on data "
+                    f"row {row + 1} is not a number"
+                )
+            curve[column] = values
         curve.insert(0, "fold", record["fold"])
         curve.insert(0, "model", record["model"])
         curve.insert(0, "dataset", record["dataset"])

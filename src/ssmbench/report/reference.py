@@ -7,14 +7,35 @@ from importlib import resources
 
 import pandas as pd
 
+from .errors import RecordError
+
 _PACKAGE = "ssmbench"
 _FOLDER = "reference"
 
 
 def _read_csv(name: str, **kwargs) -> pd.DataFrame:
+    """A reference file as a frame; `RecordError` naming it when it cannot be read as the
+    table it is (a cell that is not of its column's type, a column missing, not UTF-8):
+    these files are the package's, so one that does not read was changed by hand."""
     ref = resources.files(_PACKAGE).joinpath(_FOLDER, name)
-    with ref.open("r", encoding="utf-8") as fh:
-        return pd.read_csv(fh, **kwargs)
+    try:
+        with ref.open("r", encoding="utf-8") as fh:
+            frame = pd.read_csv(fh, **kwargs)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:  # UnicodeDecodeError too
+        raise _damaged(ref, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
+    dtype = kwargs.get("dtype")
+    missing = [c for c in dtype if c not in frame.columns] if isinstance(dtype, dict) else []
+    if missing:
+        raise _damaged(ref, f"missing column(s) {', '.join(missing)}")
+    return frame
+
+
+def _damaged(ref, why: str) -> RecordError:
+    return RecordError(
+        f"{ref}: the published figures shipped with ssmbench do not read ({why}); the file "
+        f"was changed: restore it (git checkout -- src/ssmbench/{_FOLDER}/{ref.name}, or "
+        f"reinstall the package)"
+    )
 
 
 def read_reference_text(name: str) -> pd.DataFrame:

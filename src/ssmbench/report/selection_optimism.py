@@ -72,7 +72,12 @@ def _scores_of(runs_dir: Path, row) -> pd.DataFrame | None:
         log.warning("%s: its test scores %s are not the ones written with it (sha256): "
                     "left out", record_path, path.name)  # fmt: skip
         return None
-    scores = pd.read_csv(io.BytesIO(data))
+    try:
+        scores = pd.read_csv(io.BytesIO(data))
+    except (ValueError, pd.errors.ParserError) as exc:  # empty, ragged, not UTF-8
+        log.warning("%s: not a table of test scores (%s): left out", path,
+                    str(exc).splitlines()[0] if str(exc) else type(exc).__name__)  # fmt: skip
+        return None
     if tuple(scores.columns) != SCORES_COLUMNS:
         log.warning("%s: columns %s, expected %s: left out", path, list(scores.columns),
                     list(SCORES_COLUMNS))  # fmt: skip
