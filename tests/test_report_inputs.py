@@ -80,6 +80,15 @@ def test_a_curve_cell_that_is_not_a_number_is_named(runs):
     assert str(err.value) == (
         f"malformed curve file {curve}: train_loss 'abc' on data row 1 is not a number"
     )
+    # the report stops before writing anything: the previous metrics.csv stands
+    from ssmbench.report.build import build_report
+
+    results = runs.parent / "results"
+    results.mkdir()
+    (results / "metrics.csv").write_text("the previous report's\n")
+    with pytest.raises(RecordError):
+        build_report(runs, results, results / "figures", {})
+    assert (results / "metrics.csv").read_text() == "the previous report's\n"
 
 
 @pytest.mark.parametrize(

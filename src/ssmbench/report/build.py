@@ -140,11 +140,13 @@ def build_report(
         log.warning("%s: no record of this benchmark yet: its artefacts say so", bench)
 
     outputs = {o.name: o.path for o in report_outputs(results_dir, figures_dir, benchmarks)}
+    # everything read (and checked) before anything is written: a bad curve or reference
+    # file stops the report with the previous outputs as they were
+    curves = _in_grid(load_curves(runs_dir), grid)
+    full_paper = paper_per_dataset(PAPER_BENCHMARKS)
     written: dict[str, Path] = {}
     written["metrics_csv"] = write_metrics_csv(records, outputs["metrics_csv"])
     ours = ours_per_dataset(records)
-    full_paper = paper_per_dataset(PAPER_BENCHMARKS)
-    curves = _in_grid(load_curves(runs_dir), grid)
     if benchmark_models is not None and not curves.empty:
         curves = filter_models(curves, benchmark_models).reset_index(drop=True)
     context = DrawContext(
