@@ -23,6 +23,10 @@ state (best score, its weights, its epoch, epochs since) and the curve so far.
 * It carries `content_digest` of everything else it holds: one changed after it was
   written (an edited tensor, a damaged byte that still loads) is discarded, with a log
   line.
+* One whose digests match but whose values this run cannot take up (written by faulty
+  code, or crafted: `check_matches`) is discarded too, with a log line naming the value,
+  before any of it is applied; taken up, it would fail at the first optimizer step or
+  random draw, or train a wrong run, and fail the same way on every retry.
 * A checkpoint is optional work: one that cannot be written (full disk, read-only folder)
   raises `CheckpointWriteError`, which the training loop logs as a warning and trains on.
 * It is written atomically (`ssmbench.io.atomic_write`) and read with
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -255,26 +260,34 @@ def save(path: Path, state: dict) -> Path:
 
 
 def load(
-    path: Path, digest: str, model: torch.nn.Module, optimizer, log: Callable[[str], None]
+    path: Path,
+    digest: str,
+    model: torch.nn.Module,
+    optimizer,
+    log: Callable[[str], None],
+    *,
+    n_batches: int,
+    max_epochs: int,
 ) -> dict | None:
     """The checkpoint at `path` if it exists, is readable, was made with `digest` and
-    fits `model` and `optimizer`; else None. A stale or unreadable one is deleted, with a
-    log line saying why (the run then starts from epoch 1)."""
+    fits `model`, `optimizer` and a run of `max_epochs` epochs of `n_batches` batches
+    (`check_matches`); else None. A stale, unreadable or unfitting one is deleted, with a
+    log line saying why (the run then starts from epoch 1). Nothing of it is applied
+    here: a checkpoint returned can be taken up without an error."""
     path = Path(path)
     if not path.is_file():
         return None
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
-        problem = _malformed(state) or (
-            None if state["digest"] != digest else check_matches(state, model, optimizer)
-        )
+        problem = _malformed(state)
+        changed = problem is None and state["content_sha256"] != content_digest(state)
     except Exception as exc:  # any unreadable file: truncated, not a zip, bad pickle...
         problem = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
     if problem:
         log(f"checkpoint {path} is unreadable ({problem}): discarded, starting from epoch 1")
         discard(path, log)
         return None
-    if state["content_sha256"] != content_digest(state):
+    if changed:
         log(
             f"checkpoint {path} was changed after it was written (its content does not "
             f"match its sha256 {state['content_sha256'][:16]}...): discarded, starting "
@@ -286,6 +299,21 @@ def load(
         log(
             f"checkpoint {path} was made with other settings or code (digest "
             f"{state['digest']}, this run {digest}): discarded, starting from epoch 1"
+        )
+        discard(path, log)
+        return None
+    # Its digests match, yet its values may not fit: written by faulty code, or crafted.
+    # Taking up such a one fails at the first optimizer step or random draw, or trains a
+    # wrong run, and a retry would fail the same way; it is discarded instead.
+    try:
+        problem = check_matches(state, model, optimizer, n_batches=n_batches,
+                                max_epochs=max_epochs)  # fmt: skip
+    except Exception as exc:  # a value no check foresaw
+        problem = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc) else ''}"
+    if problem:
+        log(
+            f"checkpoint {path} was made with other settings or code ({problem}): "
+            "discarded, starting from epoch 1"
         )
         discard(path, log)
         return None
@@ -335,27 +363,241 @@ def _malformed(state) -> str | None:
     return None
 
 
-def check_matches(state: dict, model: torch.nn.Module, optimizer) -> str | None:
-    """Why the checkpoint does not fit `model` and `optimizer` (None if it does): the
-    names and shapes of the model's and the best state's tensors, the optimizer's
-    parameter groups."""
-    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+def check_matches(
+    state: dict, model: torch.nn.Module, optimizer, *, n_batches: int, max_epochs: int
+) -> str | None:
+    """Why the checkpoint (one `_malformed` passes) cannot be taken up by this run (None
+    if it can): its model and best weights against `model` (names, shapes, dtypes), its
+    optimizer state against `optimizer` (groups, their settings, each parameter's state
+    tensors), its place in training against `max_epochs` epochs of `n_batches` batches,
+    the running sums, the early-stopping state and the curve, and whether each random
+    state is one its generator takes. Every value `TrainingState.from_checkpoint`,
+    ``load_state_dict`` and `set_rng_state` read is checked here, before any is applied."""
+    return (
+        _weights_problem(state, model)
+        or _optimizer_problem(state["optimizer"], optimizer)
+        or _progress_problem(state, n_batches, max_epochs)
+        or _rng_problem(state["rng"])
+    )
+
+
+def _real(value) -> bool:
+    """An int or float (not a bool), NaN and infinities included."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number(value) -> bool:
+    """A finite int or float (not a bool)."""
+    return _real(value) and math.isfinite(value)
+
+
+def _count(value) -> bool:
+    """An int >= 0 (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _plain(value):
+    """`value` with lists as tuples (``torch.load`` may give back either)."""
+    return tuple(value) if isinstance(value, (list, tuple)) else value
+
+
+def _dtype(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _weights_problem(state: dict, model: torch.nn.Module) -> str | None:
+    """The model's and the best epoch's weights: the model's tensor names, shapes and
+    dtypes (``load_state_dict`` would cast another dtype silently)."""
+    expected = model.state_dict()
     for what in ("model", "best_state"):
         weights = state["model"] if what == "model" else state["early_stopping"]["best_state"]
         if weights is None and what == "best_state":
             continue
         if not isinstance(weights, dict):
-            return f"{what} is not a state dict"
-        got = {k: tuple(getattr(v, "shape", ())) for k, v in weights.items()}
-        if got != expected:
-            diff = sorted(set(got) ^ set(expected)) or [k for k in got if got[k] != expected[k]]
-            return f"{what} does not fit the model ({', '.join(diff[:3])})"
-    groups = state["optimizer"]["param_groups"]
-    ours = optimizer.state_dict()["param_groups"]
+            return f"its {what} is not a state dict"
+        if set(weights) != set(expected):
+            names = sorted(set(weights) ^ set(expected))[:3]
+            return f"its {what} does not fit the model ({', '.join(names)})"
+        for name, tensor in weights.items():
+            want = expected[name]
+            if not isinstance(tensor, torch.Tensor):
+                return f"its {what} holds a {type(tensor).__name__} for {name}, not a tensor"
+            if tensor.shape != want.shape:
+                return (
+                    f"its {what} does not fit the model ({name} has shape "
+                    f"{tuple(tensor.shape)}, the model's {tuple(want.shape)})"
+                )
+            if tensor.dtype != want.dtype:
+                return (
+                    f"its {what} tensor {name} is {_dtype(tensor.dtype)}, the model's "
+                    f"{_dtype(want.dtype)}"
+                )
+    return None
+
+
+def _optimizer_problem(saved: dict, optimizer) -> str | None:
+    """The optimizer's parameter groups (their number and sizes, and each setting but the
+    learning rate, which each epoch sets from ``base_lr``) and the state of each parameter
+    (a tensor of the parameter's shape and dtype for each of its tensors, a finite scalar
+    ``step``)."""
+    groups, ours = saved["param_groups"], optimizer.param_groups
+    if not isinstance(groups, list) or not all(isinstance(g, dict) for g in groups):
+        return "its optimizer's param_groups is not a list of mappings"
     if len(groups) != len(ours) or any(
         len(g.get("params", ())) != len(o["params"]) for g, o in zip(groups, ours, strict=True)
     ):
-        return "optimizer does not fit the model's parameters"
+        return "its optimizer does not fit the model's parameters"
+    parameters = {}
+    for index, (group, own) in enumerate(zip(groups, ours, strict=True)):
+        for key, value in own.items():
+            if key == "params":
+                continue
+            got = group.get(key)
+            if key == "lr":
+                if not _number(got):
+                    return f"its optimizer group {index} has lr {got!r}, not a number"
+                continue
+            if key not in group or _plain(got) != _plain(value):
+                return f"its optimizer group {index} has {key} {got!r}, this run {value!r}"
+        for pid, param in zip(group["params"], own["params"], strict=True):
+            if not _count(pid) or pid in parameters:
+                return f"its optimizer group {index} lists parameter {pid!r}, not a new index"
+            parameters[pid] = param
+    states = saved["state"]
+    if not isinstance(states, dict):
+        return "its optimizer state is not a mapping"
+    for pid, entry in states.items():
+        if pid not in parameters:
+            return f"its optimizer holds a state for parameter {pid!r}, which no group lists"
+        if not isinstance(entry, dict):
+            return f"its optimizer state for parameter {pid} is not a mapping"
+        param = parameters[pid]
+        for key, value in entry.items():
+            if key == "step":
+                if isinstance(value, torch.Tensor) and value.numel() == 1:
+                    value = value.item()
+                if not _number(value) or value < 0:
+                    return (
+                        f"its optimizer state for parameter {pid} has step {value!r}, not a count"
+                    )
+            elif isinstance(value, torch.Tensor):
+                if value.shape != param.shape:
+                    return (
+                        f"its optimizer state for parameter {pid} ({key}) has shape "
+                        f"{tuple(value.shape)}, the parameter {tuple(param.shape)}"
+                    )
+                if value.dtype != param.dtype:
+                    return (
+                        f"its optimizer state for parameter {pid} ({key}) is "
+                        f"{_dtype(value.dtype)}, the parameter {_dtype(param.dtype)}"
+                    )
+            elif value is not None and not _number(value):
+                return f"its optimizer state for parameter {pid} has {key} {value!r}"
+    return None
+
+
+def _progress_problem(state: dict, n_batches: int, max_epochs: int) -> str | None:
+    """Where training stands: the epoch (1 to ``max_epochs + 1``, the latter when training
+    is done), the batch within it (0 to `n_batches`, the latter when only its validation
+    is left), the running sums of that epoch, the curve of the epochs before it, the
+    early-stopping state and the training time."""
+    epoch, step = state["epoch"], state["step"]
+    if not _count(epoch) or epoch < 1:
+        return f"its epoch {epoch!r} is not an epoch (they count from 1)"
+    if epoch > max_epochs + 1:
+        return f"its epoch {epoch} is beyond max_epochs {max_epochs}"
+    stopping = state["early_stopping"]
+    done = epoch > max_epochs or stopping["stopped_early"] is True
+    if not _count(step) or step > n_batches:
+        return f"its step {step!r} is not a batch of an epoch of {n_batches} batches"
+    if done and step:
+        return f"its step {step} is within epoch {epoch}, after its training ended"
+    partial = state["partial"]
+    for key in NO_BATCHES:
+        value = partial[key]
+        if key == "n_rows" and not _count(value):
+            return f"its partial n_rows {value!r} is not a count of rows"
+        if not _number(value):
+            return f"its partial {key} {value!r} is not a finite number"
+    curve = state["curve"]
+    if len(curve) != epoch - 1:
+        return f"its curve holds {len(curve)} epochs, not the {epoch - 1} before its epoch {epoch}"
+    for number, row in enumerate(curve, start=1):
+        if not isinstance(row, dict) or row.get("epoch") != number:
+            return f"its curve row {number} is not the row of epoch {number}"
+        for key, value in row.items():
+            if value is not None and not _real(value):
+                return f"its curve row {number} has {key} {value!r}, not a number"
+    best = stopping["best"]
+    if best is not None and (
+        not isinstance(best, (list, tuple))
+        or len(best) != 2
+        or not _number(best[0])
+        or not (_number(best[1]) or (_real(best[1]) and math.isnan(best[1])))
+    ):
+        # (val loss, val accuracy); a regression's accuracy is NaN
+        return f"its early_stopping best {best!r} is not a pair of numbers"
+    best_epoch, since_best = stopping["best_epoch"], stopping["since_best"]
+    if not _count(best_epoch) or best_epoch >= epoch:
+        return f"its early_stopping best_epoch {best_epoch!r} is not an epoch before {epoch}"
+    if not _count(since_best):
+        return f"its early_stopping since_best {since_best!r} is not a count"
+    if not isinstance(stopping["stopped_early"], bool):
+        return f"its early_stopping stopped_early {stopping['stopped_early']!r} is not a bool"
+    if (best is None) != (stopping["best_state"] is None) or (best is None) != (best_epoch == 0):
+        return "its early_stopping best, best_state and best_epoch disagree on a best epoch"
+    if done and best is None:
+        return f"its training ended (epoch {epoch}, max_epochs {max_epochs}) without a best epoch"
+    if not _number(state["train_seconds"]) or state["train_seconds"] < 0:
+        return f"its train_seconds {state['train_seconds']!r} is not a duration"
+    scores = state.get("test_scores")
+    if not isinstance(scores, list) or not all(isinstance(row, dict) for row in scores):
+        return "its test_scores is not a list of mappings"
+    return None
+
+
+def _rng_problem(rng: dict) -> str | None:
+    """Whether each random state is one its generator takes: the torch and shuffling ones
+    uint8 tensors of a generator state's length, the CUDA ones uint8 tensors, python's and
+    NumPy's tried on a throwaway generator (`set_rng_state` would fail half-way, or NumPy
+    would take out-of-range numbers, otherwise)."""
+    reference = torch.get_rng_state()
+    for key in ("torch", "shuffle"):
+        value = rng[key]
+        if value.dtype != torch.uint8 or value.shape != reference.shape:
+            return (
+                f"its rng.{key} is a {_dtype(value.dtype)} tensor of shape {tuple(value.shape)}, "
+                f"not a generator state (uint8, {tuple(reference.shape)})"
+            )
+    cuda = rng["cuda"]
+    if not isinstance(cuda, list) or not all(
+        isinstance(t, torch.Tensor) and t.dtype == torch.uint8 and t.dim() == 1 for t in cuda
+    ):
+        return "its rng.cuda is not a list of CUDA generator states (uint8 tensors)"
+    python = rng["python"]
+    gauss_next = python.get("gauss_next")
+    if gauss_next is not None and not _number(gauss_next):
+        return f"its rng.python gauss_next {gauss_next!r} is not a number"
+    try:
+        random.Random().setstate((python["version"], tuple(python["state"]), gauss_next))
+    except Exception as exc:
+        return f"its rng.python is not a state random.setstate takes ({type(exc).__name__}: {exc})"
+    npy = rng["numpy"]
+    keys = npy["keys"]
+    if keys.dtype != torch.int64 or bool(((keys < 0) | (keys >= 2**32)).any()):
+        return "its rng.numpy keys are not 32-bit unsigned integers"
+    pos, has_gauss = npy.get("pos"), npy.get("has_gauss")
+    if not _count(pos) or pos > len(keys):
+        return f"its rng.numpy pos {pos!r} is not a position in its {len(keys)} keys"
+    if has_gauss not in (0, 1) or not _number(npy.get("cached_gaussian")):
+        return "its rng.numpy has_gauss or cached_gaussian is not a number"
+    try:
+        np.random.RandomState().set_state(
+            (npy["bit_generator"], keys.numpy().astype(np.uint32), pos, has_gauss,
+             npy["cached_gaussian"])
+        )  # fmt: skip
+    except Exception as exc:
+        return f"its rng.numpy is not a state numpy's set_state takes ({type(exc).__name__}: {exc})"
     return None
 
 

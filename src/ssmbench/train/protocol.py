@@ -272,7 +272,10 @@ class _DeepTraining:
         settings and code (`ssmbench.train.checkpoint.load` discards any other)."""
         if self.checkpoint_path is None:
             return
-        saved = ckpt.load(self.checkpoint_path, self.digest, self.model, self.optimizer, self.log)
+        saved = ckpt.load(
+            self.checkpoint_path, self.digest, self.model, self.optimizer, self.log,
+            n_batches=self.n_batches, max_epochs=self.max_epochs,
+        )  # fmt: skip
         if saved is None:
             return
         self.model.load_state_dict(saved["model"])
