@@ -96,9 +96,12 @@ class Bill:
 
 
 def _catalog_entry(params: dict, benchmark: str, dataset: str):
+    """The catalog's entry of ``benchmark``/``dataset``, or of the benchmark's ``source``;
+    a benchmark params.yaml does not define (a record's under ``plan --check DIR``) is
+    looked up under its own name alone."""
     from ssmbench.data.catalog import catalog
 
-    source = params["benchmarks"][benchmark].get("source", benchmark)
+    source = (params["benchmarks"].get(benchmark) or {}).get("source", benchmark)
     entries = {(e.benchmark, e.name): e for e in catalog()}
     return entries.get((benchmark, dataset)) or entries.get((source, dataset))
 
@@ -487,15 +490,66 @@ class Check:
         return None if self.estimated_s is None else self.estimated_s / self.measured_s
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def record_problems(record: dict) -> list[str]:
+    """What makes ``record`` (a run record's dict) unfit for ``estimate_error``: each
+    field it reads that is not of the kind ``ssmbench train`` writes. The names
+    (benchmark, dataset, model, family) non-empty strings, fold an integer >= 0,
+    train_seconds a finite number > 0, epochs_run an integer >= 1, mmac_full a finite
+    number >= 0 or null (null: a fitted model), batch_size an integer >= 1 (null allowed
+    for a fitted model), n_train and n_val integers >= 0 or left out. A string that
+    spells a number is refused too: train writes numbers as JSON numbers, so a string is
+    a record edited or made by something else. An empty list: fit."""
+    problems = []
+
+    def bad(key: str, want: str) -> None:
+        if key not in record:
+            problems.append(f"{key} is missing ({want})")
+        else:
+            problems.append(f"{key} = {record[key]!r} is not {want}")
+
+    for key in ("benchmark", "dataset", "model", "family"):
+        if not isinstance(record.get(key), str) or not record[key]:
+            bad(key, "a name")
+    if not (_is_int(record.get("fold")) and record["fold"] >= 0):
+        bad("fold", "an integer >= 0")
+    seconds = record.get("train_seconds")
+    if not (_is_number(seconds) and math.isfinite(seconds) and seconds > 0):
+        bad("train_seconds", "a finite number of seconds > 0")
+    if not (_is_int(record.get("epochs_run")) and record["epochs_run"] >= 1):
+        bad("epochs_run", "an integer >= 1")
+    mmac_row = record.get("mmac_full")
+    if mmac_row is not None and not (
+        _is_number(mmac_row) and math.isfinite(mmac_row) and mmac_row >= 0
+    ):
+        bad("mmac_full", "a finite number >= 0, or null for a fitted model")
+    batch = record.get("batch_size")
+    if not (_is_int(batch) and batch >= 1) and not (batch is None and mmac_row is None):
+        bad("batch_size", "an integer >= 1 (null only for a fitted model)")
+    for key in ("n_train", "n_val"):
+        if record.get(key) is not None and not (_is_int(record[key]) and record[key] >= 0):
+            bad(key, "an integer >= 0")
+    return problems
+
+
 def estimate_error(
     records: list[dict], costs: StepCosts, machine: str, params: dict | None = None
 ) -> list[Check]:
     """For each record (a run record's dict): the estimate with the record's own
     epochs_run, row counts, batch size and forward MMac, on ``machine``, beside its
-    ``train_seconds`` (training and validation, from the first epoch to the last)."""
+    ``train_seconds`` (training and validation, from the first epoch to the last).
+    A record with ``record_problems`` is passed over (``ssmbench plan --check`` names
+    each one in a warning before it gets here)."""
     checks = []
     for r in records:
-        if not r.get("train_seconds") or not r.get("epochs_run"):
+        if record_problems(r):
             continue
         name = f"{r['benchmark']}/{r['dataset']}/{r['model']}/fold{r['fold']}"
         mmac_row = r.get("mmac_full")
@@ -523,7 +577,9 @@ def format_error(checks: list[Check]) -> str:
             ratios.append(c.ratio)
         lines.append(f"{c.name:<48}{c.epochs:>7}{c.measured_s:>12,.1f}{est:>13}{ratio:>10}")
     if ratios:
-        logs = [abs(math.log(r)) for r in ratios]
+        # the worst is the farthest from 1 either way; an estimate of 0 s (a table whose
+        # step_s is 0) is the farthest of all
+        logs = [abs(math.log(r)) if r > 0 else math.inf for r in ratios]
         worst = ratios[logs.index(max(logs))]
         lines.append(
             f"{len(ratios)} runs: estimated / measured median {statistics.median(ratios):.2f}, "

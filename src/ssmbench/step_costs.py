@@ -87,12 +87,31 @@ def _number(value: str, kind, where: str, field: str, optional: bool = False):
 def read_table(path: str | Path = TABLE) -> list[Point]:
     """The table's rows, checked: every column present, numbers where numbers belong,
     ``device`` one of ``DEVICES``. A problem raises ConfigError naming the file, the row
-    (its line) and the field."""
+    (its line) and the field; so does a file that is not UTF-8 text or not CSV the csv
+    module can read (a field over its length limit, as an unbalanced quote that swallows
+    the rest of a large file makes)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the calibration table: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: the calibration table is not UTF-8 text ({exc}); it must be the CSV "
+            "that benchmarks/calibrate.py writes"
+        ) from None
+    try:
+        return _points(path, text)
+    except csv.Error as exc:
+        raise ConfigError(
+            f"{path}: the calibration table is not CSV that can be read ({exc}); look for "
+            "an unbalanced quote, which takes the rest of the file into one field"
+        ) from None
+
+
+def _points(path: Path, text: str) -> list[Point]:
+    """The checked rows of ``text``, the calibration table read from ``path`` (read_table);
+    the csv module's csv.Error passes through."""
     reader = csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))
     missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
     if missing:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ssmbench.cli.common import add_suite_argument, load
+from ssmbench.cli.common import add_suite_argument, load, log
 
 
 def add_parser(sub) -> None:
@@ -61,8 +61,14 @@ def cmd_plan(args) -> int:
 
 def _plan_check_records(params: dict, folder: str) -> list[dict]:
     """The records to check the estimate against: the suite's under paths.runs (``""``),
-    or every run record (``*.json`` with ``train_seconds``) under ``folder``."""
+    or every run record (``*.json`` with ``train_seconds``) under ``folder``. A file that
+    cannot be read as JSON is an error (ConfigError). A record whose fields the estimate
+    reads are not what ``ssmbench train`` writes (``plan.record_problems``: a wrong type,
+    a non-finite or out-of-range number, a missing name) is left out of the comparison
+    with one warning line naming the file and its fields: the other records still give
+    a comparison."""
     from ssmbench.config import ConfigError, suite_grid
+    from ssmbench.plan import record_problems
 
     if folder:
         root = Path(folder)
@@ -79,6 +85,11 @@ def _plan_check_records(params: dict, folder: str) -> list[dict]:
             record = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{path}: not a readable run record ({exc})") from None
-        if isinstance(record, dict) and "train_seconds" in record:
-            records.append(record)
+        if not isinstance(record, dict) or "train_seconds" not in record:
+            continue
+        problems = record_problems(record)
+        if problems:
+            log(f"warning: {path}: left out of the check: {'; '.join(problems)}")
+            continue
+        records.append(record)
     return records
