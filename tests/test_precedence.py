@@ -168,3 +168,18 @@ def test_explain_names_an_unknown_model(capsys):
             "--dataset", "BasicMotions", "--model", "NoSuchModel"]  # fmt: skip
     assert main(argv) == 2
     assert "--model" in capsys.readouterr().err
+
+
+def test_explain_says_when_the_run_is_not_in_the_suite(capsys):
+    """A fold the suite does not run is resolved all the same, with a note: the settings
+    shown are what that run would take, not one of the suite's runs."""
+    argv = ["--params", str(REPO / "params.yaml"), "--suite", "default", "explain",
+            "--benchmark", "uea", "--dataset", "BasicMotions", "--model", "MS4"]  # fmt: skip
+    assert main([*argv, "--fold", "1"]) == 0
+    assert "not a run of suite" not in capsys.readouterr().err
+    assert main([*argv, "--fold", "99"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "note: uea/BasicMotions/MS4/fold99 is not a run of suite default (not in its grid: "
+        "`ssmbench grid`); shown as the suite would resolve it"
+    ) in err

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ssmbench.cli.common import add_suite_argument, check_known, load
+from ssmbench.cli.common import add_suite_argument, check_known, load, log
 
 
 def add_parser(sub) -> None:
@@ -29,7 +29,7 @@ def cmd_explain(args) -> int:
     """One run's resolved training settings and hyperparameters, each with the params.yaml
     key (or tuned file) it came from (ssmbench.precedence): `git config --show-origin`
     for a run."""
-    from ssmbench.config import Job, job_spec
+    from ssmbench.config import Job, job_spec, suite_grid
     from ssmbench.params_file import read_params_and_files
     from ssmbench.precedence import format_origins
 
@@ -37,7 +37,12 @@ def cmd_explain(args) -> int:
     check_known(args, params)
     folder = Path(args.params).parent  # the study files are named relative to it
     files = {k: str(folder / f) for k, f in read_params_and_files(args.params)[1].items()}
-    spec = job_spec(params, Job(args.benchmark, args.dataset, args.model, args.fold))
+    job = Job(args.benchmark, args.dataset, args.model, args.fold)
+    if job not in suite_grid(params):  # resolved all the same: what it would train with
+        log(f"note: {args.benchmark}/{args.dataset}/{args.model}/fold{args.fold} is not a run "
+            f"of suite {params['suite']} (not in its grid: `ssmbench grid`); shown as the "
+            f"suite would resolve it")  # fmt: skip
+    spec = job_spec(params, job)
     if args.format == "json":
         keys = ("benchmark", "dataset", "model", "fold", "settings", "model_params", "origins")
         print(json.dumps({"suite": params["suite"], **{k: spec[k] for k in keys},
