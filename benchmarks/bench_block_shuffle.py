@@ -43,7 +43,7 @@ ROW_BYTES = 2 * 8 * 4  # C x L float32
 
 def prepare(work: Path, archive: Path) -> dict[str, Path]:
     """The prepared PenDigits folder as stored, and a class-sorted copy of it."""
-    from ssmbench.data.uea import fetch_uea, prepare_uea
+    from ssmbench.data import fetch_uea, prepare_uea
 
     fetch_uea(NAME, work / "raw", archive_dir=archive, download=False)
     stored = prepare_uea(NAME, work / "raw", work / "prepared")

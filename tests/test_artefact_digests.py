@@ -59,7 +59,7 @@ def _edit(params):
 def project(tmp_path_factory) -> Path:
     """The project copy with both folds trained by the real `ssmbench train`; the
     pristine runs folder is kept beside it for `runs` to restore."""
-    from ssmbench.data.uea import fetch_uea, prepare_uea
+    from ssmbench.data import fetch_uea, prepare_uea
 
     root = make_project(tmp_path_factory.mktemp("digests") / "proj", _edit)
     fetch_uea("BasicMotions", root / "data/raw/uea", archive_dir=None, download=False)

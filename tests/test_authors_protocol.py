@@ -13,9 +13,9 @@ import torch
 from conftest import REPO
 
 from ssmbench.config import Job, benchmark_settings, job_spec
+from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.data.errors import DataError
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea import fetch_uea, prepare_uea
 from ssmbench.data.validation_split import stratified_validation_split, validation_seed
 from ssmbench.models import build_model
 from ssmbench.models.s4d import ChannelDropout

@@ -15,7 +15,7 @@ import torch
 from conftest import make_project, signal_at_training_batch
 
 from ssmbench.config import ConfigError, Job, job_spec
-from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.params_file import read_params, validate_schema
 from ssmbench.reading_plan import BLOCKS, DEFAULT_READING, MEMORY, plan_reading, reading_settings
 from ssmbench.train import batch_order, protocol, run_setup

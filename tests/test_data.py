@@ -26,7 +26,7 @@ from ssmbench.data import (
     prepare_uea,
     stratified_validation_split,
 )
-from ssmbench.data.uea import read_ts
+from ssmbench.data.ts_reader import read_ts
 
 CONTRACT_META_KEYS = {
     "name",

@@ -17,7 +17,7 @@ import pytest
 from conftest import make_project, signal_at_training_batch
 
 from ssmbench.config import Job, job_spec
-from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.params_file import read_params
 from ssmbench.report.aggregate import collect_records
 from ssmbench.report.build import build_report

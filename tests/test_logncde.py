@@ -609,7 +609,7 @@ def test_the_training_loop_adds_the_lip2_penalty(tmp_path, monkeypatch):
     """run_job (the spine's training loop) adds ``regulariser()`` to each training batch's
     loss, once per batch, and it changes what is learnt (a huge ``lambd``, same seed)."""
     from ssmbench.config import Job, job_spec
-    from ssmbench.data.uea import fetch_uea, prepare_uea
+    from ssmbench.data import fetch_uea, prepare_uea
     from ssmbench.train.protocol import run_job
 
     fetch_uea("BasicMotions", tmp_path / "raw", archive_dir=None, download=False)

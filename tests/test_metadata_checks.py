@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from ssmbench.data import catalog, uea
+from ssmbench.data import catalog, fetch_uea, prepare_uea, uea_prepare
 from ssmbench.data.drop_rate import prepare_drop_rate_variant
 from ssmbench.data.errors import DataError
-from ssmbench.data.monster import fetch_monster, prepare_monster
+from ssmbench.data.monster import fetch_monster
+from ssmbench.data.monster_prepare import prepare_monster
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea import fetch_uea, prepare_uea
 from ssmbench.train.fold_split import split_fold
 
 NAME = "BasicMotions"
@@ -186,7 +186,7 @@ def test_a_prepared_x_far_larger_than_its_raw_files_is_refused_with_the_numbers(
             lines[at] = ":".join([",".join([c] * 400) for c in chans] + [label]) + "\n"
         return lines
 
-    monkeypatch.setattr(uea, "PREPARED_FREE_BYTES", 1 << 20, raising=False)
+    monkeypatch.setattr(uea_prepare, "PREPARED_FREE_BYTES", 1 << 20)
     archive = _archive(tmp_path, name, edit=edit)
     with pytest.raises(DataError) as err:
         _prepare(tmp_path, archive, name)

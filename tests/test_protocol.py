@@ -14,8 +14,8 @@ from conftest import REPO
 
 from ssmbench import io as atomic_io
 from ssmbench.config import Job, job_spec
+from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea import fetch_uea, prepare_uea
 from ssmbench.params_file import read_params
 from ssmbench.train.fold_split import split_indices
 from ssmbench.train.protocol import run_job

@@ -31,7 +31,7 @@ import torch
 from conftest import make_project, signal_at_training_batch, tool_env
 
 from ssmbench.config import Job, job_spec
-from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.params_file import read_params
 from ssmbench.report.figures import load_curves
 from ssmbench.staleness import record_state

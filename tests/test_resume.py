@@ -23,7 +23,7 @@ import torch
 from conftest import make_project, signal_at_training_batch, tool_env
 
 from ssmbench.config import Job, job_spec
-from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.params_file import read_params
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train import protocol

@@ -157,7 +157,7 @@ def test_snakemake_plans_no_split_job_for_datasets_that_fit(tmp_path):
 def project(tmp_path_factory) -> Path:
     """A folder with a params.yaml whose uea benchmark is read in blocks (tiny suite) and
     BasicMotions (aeon's copy) prepared under its paths."""
-    from ssmbench.data.uea import fetch_uea, prepare_uea
+    from ssmbench.data import fetch_uea, prepare_uea
 
     root = tmp_path_factory.mktemp("split")
     params = in_blocks(read_params(REPO / "params.yaml"))

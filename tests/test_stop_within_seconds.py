@@ -22,7 +22,7 @@ from conftest import make_project, tool_env
 from test_resume import JOB, assert_same_run, quiet
 
 from ssmbench.config import Job, job_spec
-from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.params_file import read_params
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.checkpoint import RESUME_EXIT_CODE, TrainingInterrupted

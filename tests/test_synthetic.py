@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pytest
 
-from ssmbench.data import store
+from ssmbench.data import fetch_uea, prepare_uea, store
 from ssmbench.data.drop_rate import (
     TEST_RATES,
     drop_mask,
@@ -30,7 +30,6 @@ from ssmbench.data.fading_flash import (
     generate_fading_flash,
     prepare_fading_flash,
 )
-from ssmbench.data.uea import fetch_uea, prepare_uea
 
 
 # --------------------------------------------------------------------------- helpers

@@ -29,7 +29,7 @@ from ssmbench.config import (
     untuned_spec,
     validate_schema,
 )
-from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.params_file import read_params
 from ssmbench.search_space import SearchError, search_of, tuned_is_current, tuned_params
 from ssmbench.train.tune import run_search

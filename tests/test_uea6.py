@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from aeon.datasets import load_basic_motions
 
+from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.data.errors import DataError
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea import fetch_uea, prepare_uea
 from ssmbench.data.uea6 import (
     SEEDS,
     check_split,

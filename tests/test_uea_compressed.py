@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 from uea_slice import NAME, compress, motor_imagery_slice, slice_ts
 
-from ssmbench.data import compressed
+from ssmbench.data import compressed, fetch_uea, prepare_uea
 from ssmbench.data.errors import DataError
 from ssmbench.data.provenance import PROVENANCE
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea import fetch_uea, locate_uea, prepare_uea
+from ssmbench.data.uea import locate_uea
 
 TRAIN, TEST = f"{NAME}_TRAIN.ts", f"{NAME}_TEST.ts"
 

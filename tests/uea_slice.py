@@ -4,7 +4,7 @@
 of ``.ts`` text) is read from its beginning only: the header lines and the first rows, each
 channel cut to its first values, ``@seriesLength`` set to match, and an ``@subset`` line
 saying so (a subset of the catalog's MotorImagery that does not declare itself is refused
-when prepared: ``ssmbench.data.uea``). :func:`motor_imagery_slice`
+when prepared: ``ssmbench.data.uea_prepare``). :func:`motor_imagery_slice`
 writes them into an archive folder (plain, ``.ts.xz`` or ``.ts.gz``) with a ``SHA256SUMS`` of
 the decompressed content, the form ``ssmbench.data.uea.fetch_uea`` reads as ``archive_dir``.
 
@@ -67,7 +67,7 @@ def slice_ts(split: str, n_rows: int, length: int) -> bytes:
                 if line.lower().startswith(b"@serieslength"):
                     line = b"@seriesLength %d" % length
                 in_data = line.strip().lower() == b"@data"
-                if in_data:  # the slice says what it is (ssmbench.data.uea: SUBSET_TAG)
+                if in_data:  # the slice says what it is (ssmbench.data.uea_prepare: SUBSET_TAG)
                     out.append(SUBSET_LINE % (n_rows, split.encode(), length))
                 out.append(line + b"\n")
                 continue

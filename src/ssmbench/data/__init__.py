@@ -2,9 +2,12 @@
 
 * :mod:`ssmbench.data.catalog` — what is known about each dataset (domain, shape, size).
 * :mod:`ssmbench.data.sources` — fetch / prepare / pre-flight check, by benchmark source.
-* :mod:`ssmbench.data.uea` — the UEA archive: :func:`fetch_uea`, :func:`prepare_uea`.
-* :mod:`ssmbench.data.monster` — MONSTER from the Hugging Face Hub or a local copy
-  (its chunked ``.npy`` reader/writer: :mod:`ssmbench.data.npy_chunks`).
+* :mod:`ssmbench.data.uea` — the UEA archive's files, fetched: :func:`fetch_uea`;
+  :mod:`ssmbench.data.uea_prepare` — prepared: :func:`prepare_uea`; the ``.ts`` reader:
+  :mod:`ssmbench.data.ts_reader`.
+* :mod:`ssmbench.data.monster` — MONSTER from the Hugging Face Hub or a local copy;
+  :mod:`ssmbench.data.monster_prepare` — prepared (its chunked ``.npy`` reader/writer:
+  :mod:`ssmbench.data.npy_chunks`).
 * :mod:`ssmbench.data.physiome` — Physiome-ODE, generated with myokit or from Zenodo.
 * :mod:`ssmbench.data.fading_flash` — TIDES' Fading Flash task, generated.
 * :mod:`ssmbench.data.drop_rate` — drop-rate variants of a prepared dataset (TIDES).
@@ -19,7 +22,8 @@
 from ssmbench.data.catalog import UEA_DATASETS, known_datasets
 from ssmbench.data.errors import DataError
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea import fetch_uea, prepare_uea
+from ssmbench.data.uea import fetch_uea
+from ssmbench.data.uea_prepare import prepare_uea
 from ssmbench.data.validation_split import stratified_validation_split
 
 __all__ = [

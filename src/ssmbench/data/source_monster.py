@@ -1,5 +1,6 @@
-"""The ``monster`` source: MONSTER (``monster.py``) from the Hugging Face Hub at a
-``revision``, or a local copy (``local_dir``); ``offline`` forbids the Hub."""
+"""The ``monster`` source: MONSTER from the Hugging Face Hub at a ``revision``, or a local
+copy (``local_dir``); ``offline`` forbids the Hub. ``monster.py`` fetches,
+``monster_prepare.py`` prepares."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def fetch(name: str, raw_dir: Path, settings: dict, force: bool) -> dict:
 
 
 def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data.monster import prepare_monster
+    from ssmbench.data.monster_prepare import prepare_monster
 
     # every check of the preparation is on the raw files: a copy that fails to prepare
     # is a bad raw copy, rejected, so the next fetch fetches it again

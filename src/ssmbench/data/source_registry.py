@@ -18,8 +18,8 @@ from ssmbench.data.source_type import Source
 
 #: source name -> Source, in the order the schema's enum and error messages list them
 SOURCES: dict[str, Source] = {
-    "uea": source_uea.SOURCE,  # the UEA archive (uea.py)
-    "monster": source_monster.SOURCE,  # MONSTER on the Hugging Face Hub (monster.py)
+    "uea": source_uea.SOURCE,  # the UEA archive (uea*.py, ts_reader.py)
+    "monster": source_monster.SOURCE,  # MONSTER on the Hugging Face Hub (monster*.py)
     "physiome": source_physiome.SOURCE,  # Physiome-ODE, generated or Zenodo (physiome/)
     "synthetic": source_synthetic.SOURCE,  # TIDES Fading Flash, generated (fading_flash.py)
     # derived from a prepared dataset of another benchmark (`derived_from`)

@@ -1,5 +1,6 @@
-"""The ``uea`` source: the UEA archive (``uea.py``) from a local archive folder
-(``archive_dir``), aeon's bundled sets, or a download (``download``)."""
+"""The ``uea`` source: the UEA archive from a local archive folder (``archive_dir``), aeon's
+bundled sets, or a download (``download``). ``uea.py`` fetches, ``uea_prepare.py``
+prepares."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def fetch(name: str, raw_dir: Path, settings: dict, force: bool) -> dict:
 
 
 def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data.uea import MAX_PREPARED_RATIO, prepare_uea
+    from ssmbench.data.uea_prepare import MAX_PREPARED_RATIO, prepare_uea
 
     # every check of the preparation is on the raw files: a copy that fails to prepare
     # is a bad raw copy, rejected, so the next fetch fetches it again. max_prepared_ratio

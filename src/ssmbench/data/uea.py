@@ -1,8 +1,9 @@
-"""The UEA multivariate archive: fetch the raw ``.ts`` files, prepare them.
+"""The UEA multivariate archive: where its raw ``.ts`` files come from, and fetching them.
 
 ``fetch_uea`` puts ``<raw_dir>/<Name>/<Name>_{TRAIN,TEST}.ts`` in place, with a
-``provenance.json`` beside them; ``prepare_uea`` turns them into the prepared format of
-``docs/contracts.md`` (``X.npy``, ``y.npy``, ``test_indices_fold_0.txt``, ``meta.json``).
+``provenance.json`` beside them; ``ssmbench.data.uea_prepare.prepare_uea`` turns them into
+the prepared format of ``docs/contracts.md`` (the ``.ts`` reader:
+``ssmbench.data.ts_reader``).
 
 Where the files come from, in this order:
 
@@ -36,53 +37,15 @@ Checksums and compressed files in ``archive_dir``:
   ``SHA256SUMS``, or in ``SHA256SUMS.xz`` / ``SHA256SUMS.gz`` beside it, the form of
   ``../shared/data/uea-xz``). ``provenance.json``'s ``decompressed_from`` records, per raw
   file, the file read, its compression, its sha256 and size.
-
-Policies (also written into each ``meta.json``):
-
-* **Labels.** Class ids are ``0..K-1`` in sorted (Python string) order of the original
-  label strings as they appear in the data rows. The header's ``@classLabel`` list is only
-  used to check the data rows, and that match ignores case (``str.casefold``): some
-  archive releases spell a label differently in the header and in the rows (RacketSports),
-  and aeon's own reader lower-cases both. We keep the data's spelling; were one label
-  spelt two ways in the rows, the two are one class, named by its most frequent spelling.
-  A row label that is not in the header (case aside) is an error: it is how a truncated
-  last line usually shows.
-* **Lengths.** Series of unequal length (JapaneseVowels 7–29) are z-scored on their real
-  values and then right-padded with zeros to the maximum length over TRAIN and TEST.
-* **NaNs.** Trailing NaNs at the end of a series are padding of an unequal-length
-  series and are treated like it (zeros after normalisation). Any other NaN (or an
-  infinite value) makes preparation fail, naming the file and the count: we do not impute.
-* **Normalisation.** Per-channel z-score with the mean and (population) standard
-  deviation of all real values of the official TRAIN split only; a standard deviation of
-  0 is replaced by 1.
-* **Rows.** ``X`` holds the TRAIN rows then the TEST rows in file order; the TEST rows are
-  ``test_indices_fold_0.txt`` and ``meta["fold_scheme"] == "official_split"``.
-* **Catalog.** The rows of each file, C, L (the longest series) and the number of classes
-  are compared with the catalog's entry before X is built: a difference the entry does
-  not expect (``expected_differences``) is an error naming the file(s) and both numbers,
-  since a file cut short at a line end reads as fewer rows and raises nothing else. A
-  deliberate subset declares itself in its files' header (``@subset <what>``): its
-  differences are then recorded (``meta["catalog_check"]``) with a warning
-  (``meta["warnings"]``, printed by ``ssmbench prepare``).
-* **Size.** X.npy may be at most ``MAX_PREPARED_RATIO`` (16) times the bytes of the two
-  ``.ts`` files once it is above ``PREPARED_FREE_BYTES`` (256 MiB): every row is padded to
-  the longest, so one very long line would make X hundreds of times its source. Raise or
-  lift the cap with ``benchmarks.uea.max_prepared_ratio`` (null: no cap);
-  ``meta["prepared_size"]`` records the sizes.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
-from collections import Counter
 from pathlib import Path
 
-import numpy as np
-
-from ssmbench.data.catalog import compare_with_catalog, domain_of
 from ssmbench.data.checksums import SUMS_FILE, listed_sha256, sha256_file
 from ssmbench.data.compressed import SUFFIXES, compression_of, decompress_to
 from ssmbench.data.download import copy_file, install_staged, staged_path, staging
@@ -91,41 +54,22 @@ from ssmbench.data.provenance import (
     ORIGIN,
     PROVENANCE,
     file_stamp,
-    refetch_command,
     source_change,
     utc_now,
     verified_provenance,
 )
-from ssmbench.io import atomic_folder, atomic_write_json
+from ssmbench.io import atomic_write_json
 
+#: the two files of a dataset, ``<Name>_TRAIN.ts`` and ``<Name>_TEST.ts``
 SPLITS = ("TRAIN", "TEST")
-NORMALISATION = "per_channel_train_zscore"
-LENGTH_POLICY_EQUAL = "equal_length: every series has the same length, no padding"
-LENGTH_POLICY_PAD = "right_zero_pad_after_zscore: shorter series padded with zeros at the end"
-NAN_POLICY = (
-    "reject: a NaN inside a series is an error; trailing NaNs are padding of an "
-    "unequal-length series (zeros after normalisation)"
-)
-LABEL_POLICY = (
-    "class ids in sorted order of the data rows' label strings; case ignored only to "
-    "match the @classLabel header"
-)
 ZENODO_RECORD_URL = "https://zenodo.org/records/{}"
 #: the names a file of archive_dir may have, first found wins (the module docstring)
 ARCHIVE_SUFFIXES = ("", *SUFFIXES)
-#: the cap on X.npy's size: at most this many times the bytes of the two .ts files
-#: (params.yaml ``benchmarks.uea.max_prepared_ratio``; null: no cap) ...
-MAX_PREPARED_RATIO = 16.0
-#: ... once X.npy is larger than this; a smaller X is never refused
-PREPARED_FREE_BYTES = 256 << 20
-#: the .ts header tag by which a deliberate subset of a catalogued dataset declares itself
-SUBSET_TAG = "subset"
-#: the file whose rows a catalog field counts (other fields: both files)
-_FIELD_SPLITS = {"n_train": ("TRAIN",), "n_test": ("TEST",)}
 
 
 # --------------------------------------------------------------------------- helpers
-def _file_names(name: str) -> dict[str, str]:
+# --------------------------------------------------------------------------- helpers
+def file_names(name: str) -> dict[str, str]:
     return {split: f"{name}_{split}.ts" for split in SPLITS}
 
 
@@ -134,7 +78,7 @@ def _expected_sums(root: Path, name: str) -> tuple[dict[str, str], str | None]:
 
     Returns ({file name: sha256}, the checksum file used or None).
     """
-    return listed_sha256(root, root / name, name, _file_names(name).values())
+    return listed_sha256(root, root / name, name, file_names(name).values())
 
 
 def _archive_file(src_dir: Path, fname: str) -> Path | None:
@@ -176,7 +120,7 @@ def _aeon_bundled_dir(name: str) -> Path | None:
     except ImportError:
         return None
     folder = Path(aeon.datasets.__file__).resolve().parent / "data" / name
-    if all((folder / f).is_file() for f in _file_names(name).values()):
+    if all((folder / f).is_file() for f in file_names(name).values()):
         return folder
     return None
 
@@ -215,14 +159,14 @@ def _download_with_aeon(name: str, workdir: Path) -> tuple[Path, str]:
             name, extract_path=str(workdir), load_equal_length=False, load_no_missing=False
         )
     except Exception as e:  # aeon raises ValueError/URLError/OSError, wrapped
-        if not all((folder / f).is_file() for f in _file_names(name).values()):
+        if not all((folder / f).is_file() for f in file_names(name).values()):
             raise DataError(
                 f"UEA dataset {name}: download from {url} via aeon failed "
                 f"({type(e).__name__}: {e}). Without network access, copy the archive "
                 f"files to <archive_dir>/{name}/{name}_TRAIN.ts and _TEST.ts and set "
                 f"benchmarks.uea.archive_dir in params.yaml."
             ) from e
-    for fname in _file_names(name).values():
+    for fname in file_names(name).values():
         if not (folder / fname).is_file():
             raise DataError(
                 f"UEA dataset {name}: the download from {url} has no {fname}. "
@@ -319,7 +263,7 @@ def origin_problem(
         )
     decompressed = prov.get("decompressed_from") or {}
     files, fetched = {}, {}
-    for fname in _file_names(name).values():
+    for fname in file_names(name).values():
         rel = f"{name}/{fname}"
         src = _archive_file(src_dir, fname)
         if src is None:
@@ -338,7 +282,7 @@ def archive_files(name: str, archive_dir: str | os.PathLike | None) -> list[Path
     if archive_dir is None:
         return []
     src_dir = Path(archive_dir) / name
-    found = (_archive_file(src_dir, fname) for fname in _file_names(name).values())
+    found = (_archive_file(src_dir, fname) for fname in file_names(name).values())
     return [p for p in found if p is not None]
 
 
@@ -352,7 +296,7 @@ def locate_uea(
     or offline with no copy), so that a workflow can refuse to start instead of failing in
     a job.
     """
-    names = _file_names(name)
+    names = file_names(name)
     if archive_dir is not None:
         src_dir = Path(archive_dir) / name
         missing = [
@@ -408,7 +352,7 @@ def fetch_uea(
     """
     raw_dir = Path(raw_dir)
     dest = raw_dir / name
-    names = _file_names(name)
+    names = file_names(name)
 
     archive = Path(archive_dir) if archive_dir is not None else None
     archive_sums: dict[str, str] = {}
@@ -417,7 +361,7 @@ def fetch_uea(
 
     because = None
     if not force:
-        prov = verified_provenance(dest, name, _file_names(name).values())
+        prov = verified_provenance(dest, name, file_names(name).values())
         if prov is not None and all(
             prov["raw_files"].get(f"{name}/{f}") == s for f, s in archive_sums.items()
         ):
@@ -490,402 +434,3 @@ def fetch_uea(
         prov["fetched_because"] = because
     atomic_write_json(dest / PROVENANCE, prov, sort_keys=False)
     return prov
-
-
-# --------------------------------------------------------------------------- .ts reader
-class TsFile:
-    """A parsed ``.ts`` file: per-case float64 arrays ``(C, L_i)`` (NaN = padding)."""
-
-    def __init__(self, path, series, labels, header, class_values, n_padding_nan):
-        self.path = path
-        self.series: list[np.ndarray] = series
-        self.labels: list[str] = labels
-        self.header: dict[str, str] = header
-        self.class_values: list[str] = class_values
-        self.n_padding_nan: int = n_padding_nan
-
-    @property
-    def n_channels(self) -> int:
-        return self.series[0].shape[0]
-
-
-def read_ts(path: str | os.PathLike) -> TsFile:
-    """Read a classification ``.ts`` file (the UEA/aeon format) with exact label strings.
-
-    Our own reader rather than ``aeon.datasets.load_from_ts_file``: aeon lower-cases the
-    labels and reports errors without the line; this one keeps the labels' case and
-    raises :class:`DataError` naming the file and line for any malformed or truncated
-    content. Trailing NaNs of a series are kept as NaN (padding); any other NaN or an
-    infinite value raises.
-    """
-    path = Path(path)
-    header: dict[str, str] = {}
-    class_values: list[str] | None = None
-    series: list[np.ndarray] = []
-    labels: list[str] = []
-    n_channels: int | None = None
-    interior_nan = 0
-    interior_lines: list[int] = []
-    n_padding = 0
-    in_data = False
-    hint = "The file looks truncated or malformed; fetch it again."
-
-    try:
-        f = open(path, encoding="utf-8", errors="replace")
-    except OSError as e:
-        raise DataError(f"{path}: cannot open it ({e}). Run the fetch step first.") from e
-    with f:
-        for lineno, raw in enumerate(f, 1):
-            line = raw.strip()
-            if not line or line.startswith("#"):
-                continue
-            if not in_data:
-                if not line.startswith("@"):
-                    raise DataError(  # the line is not quoted: never a file's content
-                        f"{path}: line {lineno}: expected a header tag (@...) or @data, "
-                        f"found a line of {len(line)} characters that is neither. {hint}"
-                    )
-                tokens = line.split()
-                key = tokens[0][1:].lower()
-                if key == "data":
-                    in_data = True
-                    if class_values is None:
-                        raise DataError(
-                            f"{path}: no @classLabel tag before @data, so it is not a "
-                            f"classification file. Check that this is the UEA dataset."
-                        )
-                    if header.get("timestamps", "false").lower() == "true":
-                        raise DataError(
-                            f"{path}: @timeStamps true is not supported (no UEA dataset "
-                            f"uses it). Use a file without timestamps."
-                        )
-                    continue
-                header[key] = " ".join(tokens[1:])
-                if key == "classlabel":
-                    flag = tokens[1].lower() if len(tokens) > 1 else ""
-                    if flag != "true" or len(tokens) < 3:
-                        raise DataError(
-                            f"{path}: line {lineno}: '@classLabel {header[key]}' — expected "
-                            f"'@classLabel true <label> <label> ...' for a classification "
-                            f"dataset. {hint}"
-                        )
-                    class_values = tokens[2:]
-                continue
-
-            parts = line.split(":")
-            label = parts[-1].strip()
-            chans = parts[:-1]
-            if n_channels is None:
-                n_channels = len(chans)
-                dims = header.get("dimensions")
-                if dims is not None and dims.isdigit() and int(dims) != n_channels:
-                    raise DataError(
-                        f"{path}: line {lineno}: {n_channels} channels but the header says "
-                        f"@dimensions {dims}. {hint}"
-                    )
-                if n_channels == 0:
-                    raise DataError(f"{path}: line {lineno}: no ':'-separated channels. {hint}")
-                univariate = header.get("univariate", "").lower()
-                if univariate == "true" and n_channels != 1:
-                    raise DataError(
-                        f"{path}: line {lineno}: {n_channels} channels but the header says "
-                        f"@univariate true. {hint}"
-                    )
-            if len(chans) != n_channels:
-                raise DataError(
-                    f"{path}: line {lineno} (case {len(series) + 1}): {len(chans)} channels, "
-                    f"expected {n_channels}. {hint}"
-                )
-            allowed = {c.casefold() for c in class_values}
-            if label.casefold() not in allowed:
-                raise DataError(
-                    f"{path}: line {lineno} (case {len(series) + 1}): label {label!r} is not "
-                    f"one of the @classLabel values {class_values}. {hint}"
-                )
-            try:
-                arrays = [
-                    np.array(ch.replace("?", "NaN").split(","), dtype=np.float64) for ch in chans
-                ]
-            except ValueError as e:
-                raise DataError(
-                    f"{path}: line {lineno} (case {len(series) + 1}): a value is not a "
-                    f"number ({e}). {hint}"
-                ) from None
-            length = len(arrays[0])
-            if any(len(a) != length for a in arrays):
-                raise DataError(
-                    f"{path}: line {lineno} (case {len(series) + 1}): channels have "
-                    f"different lengths {sorted({len(a) for a in arrays})}. {hint}"
-                )
-            if header.get("equallength", "").lower() == "true":
-                sl = header.get("serieslength")
-                if sl is not None and sl.isdigit() and int(sl) != length:
-                    raise DataError(
-                        f"{path}: line {lineno} (case {len(series) + 1}): {length} values "
-                        f"per channel but the header says @seriesLength {sl}. {hint}"
-                    )
-            case = np.stack(arrays)
-            if np.isinf(case).any():
-                raise DataError(
-                    f"{path}: line {lineno} (case {len(series) + 1}): infinite values. "
-                    f"Replace the file with a clean copy."
-                )
-            nan = np.isnan(case)
-            if nan.any():
-                # Per channel: NaNs after the last real value are padding.
-                real = ~nan
-                last = np.where(real.any(axis=1), length - np.argmax(real[:, ::-1], axis=1), 0)
-                interior = sum(int(nan[c, : last[c]].sum()) for c in range(n_channels))
-                if interior:
-                    interior_nan += interior
-                    interior_lines.append(lineno)
-                case_len = int(last.max())
-                n_padding += int(nan.sum()) - interior
-                if case_len == 0:
-                    raise DataError(
-                        f"{path}: line {lineno} (case {len(series) + 1}): the series has "
-                        f"only missing values. Remove the case or use a clean copy."
-                    )
-                case = case[:, :case_len]
-            series.append(case)
-            labels.append(label)
-
-    if not in_data:
-        raise DataError(f"{path}: no @data line. {hint}")
-    if not series:
-        raise DataError(f"{path}: no data rows after @data. {hint}")
-    if interior_nan:
-        raise DataError(
-            f"{path}: {interior_nan} missing value(s) (NaN or '?') inside series, first on "
-            f"line(s) {interior_lines[:5]}. Only trailing NaNs (padding) are accepted; we "
-            f"do not impute. Use a copy without missing values."
-        )
-    return TsFile(path, series, labels, header, class_values, n_padding)
-
-
-# --------------------------------------------------------------------------- prepare
-def _class_table(labels: list[str]) -> list[str]:
-    """Class names, sorted: one per case-folded label, spelt as most often in the data."""
-    spellings: dict[str, Counter] = {}
-    for label in labels:
-        spellings.setdefault(label.casefold(), Counter())[label] += 1
-    names = [min(c.items(), key=lambda kv: (-kv[1], kv[0]))[0] for c in spellings.values()]
-    return sorted(names)
-
-
-def _check_prepared_size(
-    paths: dict[str, Path], parsed: dict[str, TsFile], shape: tuple, max_ratio: float | None
-) -> dict:
-    """X.npy's size against the two .ts files': refused past ``max_ratio`` times their bytes
-    once above ``PREPARED_FREE_BYTES`` (every row is padded to the longest, so one long
-    line can make X hundreds of times its source). Returns the sizes for meta.json."""
-    raw = sum(p.stat().st_size for p in paths.values())
-    prepared = int(np.prod(shape, dtype=np.int64)) * np.dtype(np.float32).itemsize
-    sizes = {"raw_bytes": raw, "x_bytes": prepared, "ratio": round(prepared / max(raw, 1), 3),
-             "max_ratio": max_ratio, "free_bytes": PREPARED_FREE_BYTES}  # fmt: skip
-    if max_ratio is None or prepared <= PREPARED_FREE_BYTES or prepared <= max_ratio * raw:
-        return sizes
-    split, case = max(
-        ((sp, i) for sp in SPLITS for i in range(len(parsed[sp].series))),
-        key=lambda k: parsed[k[0]].series[k[1]].shape[1],
-    )
-    raise DataError(
-        f"{paths[split]}: case {case + 1} has {shape[2]:,} steps, so X.npy would be (N, C, L) "
-        f"= {tuple(shape)} float32, {prepared / 1e6:,.1f} MB, {prepared / raw:,.0f} times the "
-        f"{raw / 1e6:,.1f} MB of the two .ts files; the cap is {max_ratio:g} times once above "
-        f"{PREPARED_FREE_BYTES / 2**20:,.0f} MiB (every row is padded to the longest). A line "
-        f"that long is usually a damaged file: fetch it again. If the file is right, raise "
-        f"the cap, benchmarks.uea.max_prepared_ratio in params.yaml (null: no cap)."
-    )
-
-
-def _check_catalog(
-    name: str, paths: dict[str, Path], parsed: dict[str, TsFile], read: dict
-) -> tuple[dict, list[str]]:
-    """What was read against the catalog's entry (``catalog.compare_with_catalog``):
-    (``meta["catalog_check"]``, warnings). A difference the entry does not expect is a
-    DataError naming the file(s) and both numbers, unless the files that hold the field
-    declare themselves a subset (``@subset <what>`` in the header): then it is recorded,
-    with a warning that results on it are not those of the catalog's dataset."""
-    check = compare_with_catalog("uea", name, read)
-    subset = {}
-    for split in SPLITS:
-        if SUBSET_TAG in parsed[split].header:
-            text = parsed[split].header[SUBSET_TAG].strip()
-            if not text:
-                raise DataError(
-                    f"{paths[split]}: '@{SUBSET_TAG}' without saying what subset the file "
-                    f"holds. Write e.g. '@{SUBSET_TAG} the first 20 rows, 500 steps'."
-                )
-            subset[split] = text
-    refused, excused = [], []
-    for diff in check["differences"]:
-        if diff["reason"] is not None:
-            continue
-        splits = _FIELD_SPLITS.get(diff["field"], SPLITS)
-        declared = [subset[sp] for sp in splits if sp in subset]
-        if declared:
-            diff["reason"] = f"declared subset: {'; '.join(dict.fromkeys(declared))}"
-            excused.append(diff)
-        else:
-            refused.append((diff, splits))
-    if refused:
-        files = [paths[sp] for sp in dict.fromkeys(sp for _, splits in refused for sp in splits)]
-        listed = "; ".join(
-            f"{d['field']}: catalog {d['catalog']}, read {d['data']} (from "
-            f"{' and '.join(paths[sp].name for sp in splits)})"
-            for d, splits in refused
-        )
-        raise DataError(
-            f"{' and '.join(map(str, files))}: {name} as read differs from its catalog entry "
-            f"{check['entry']} (ssmbench.data.catalog): {listed}. A .ts file cut short at a "
-            f"line end reads as fewer rows and raises nothing else: fetch the dataset again. "
-            f"If the archive's files really differ, record the value and the reason in the "
-            f"entry's expected_differences (src/ssmbench/data/catalog.py); a deliberate "
-            f"subset of the rows or steps declares itself with an '@{SUBSET_TAG} <what>' line "
-            f"in the header of its .ts files."
-        )
-    if check["entry"] is None:
-        result = "not in the catalog"
-    elif excused:
-        result = "declared subset"
-    else:
-        result = "differs as expected" if check["differences"] else "agrees"
-    warnings = []
-    if excused:
-        where = ", ".join(f"{paths[sp].name}: {text!r}" for sp, text in subset.items())
-        counts = ", ".join(f"{d['field']} {d['data']} of the catalog's {d['catalog']}"
-                           for d in excused)  # fmt: skip
-        warnings.append(
-            f"{name} is a declared subset of the catalog's dataset {check['entry']} "
-            f"(@{SUBSET_TAG} in {where}): {counts}. Results on it are not comparable with "
-            f"the full dataset's."
-        )
-    return {**check, "result": result, "subset": subset or None}, warnings
-
-
-def prepare_uea(
-    name: str,
-    raw_dir: str | os.PathLike,
-    out_dir: str | os.PathLike,
-    *,
-    max_prepared_ratio: float | None = MAX_PREPARED_RATIO,
-) -> Path:
-    """Prepare ``<raw_dir>/<name>/`` into ``<out_dir>/<name>/``; return that folder.
-
-    ``out_dir`` is the benchmark's prepared folder (e.g. ``data/prepared/uea``). The
-    dataset folder is written under a temporary name beside it and renamed into place.
-    Before X is built, what was read is checked against the catalog (``_check_catalog``)
-    and X's size against the raw files' (``_check_prepared_size``, ``max_prepared_ratio``
-    times; None: no cap).
-    """
-    src = Path(raw_dir) / name
-    out_dir = Path(out_dir)
-    names = _file_names(name)
-    paths = {split: src / fname for split, fname in names.items()}
-    for p in paths.values():
-        if not p.is_file():
-            raise DataError(f"{p}: missing. Run the fetch step (fetch_uea) for {name} first.")
-
-    raw_files = {f"{name}/{p.name}": sha256_file(p) for p in paths.values()}
-    prov_path = src / PROVENANCE
-    if prov_path.is_file():
-        prov = json.loads(prov_path.read_text(encoding="utf-8"))
-        for rel, digest in raw_files.items():
-            if prov.get("raw_files", {}).get(rel) != digest:
-                raise DataError(
-                    f"{src / Path(rel).name}: sha256 {digest} differs from the one recorded "
-                    f"in {prov_path} at fetch time. The raw file changed; fetch it again "
-                    f"(`{refetch_command(raw_dir, name)}`)."
-                )
-        source, source_url = prov.get("source"), prov.get("source_url")
-    else:  # files placed by hand: treat the raw folder itself as the archive
-        source, source_url = "archive_dir", str(src.resolve())
-
-    parsed = {split: read_ts(p) for split, p in paths.items()}
-    tr, te = parsed["TRAIN"], parsed["TEST"]
-    if tr.n_channels != te.n_channels:
-        raise DataError(
-            f"{paths['TEST']}: {te.n_channels} channels but {paths['TRAIN']} has "
-            f"{tr.n_channels}. The two files are from different datasets or versions."
-        )
-    series = tr.series + te.series
-    labels = tr.labels + te.labels
-    n_train, n_test = len(tr.series), len(te.series)
-    N, C = n_train + n_test, tr.n_channels
-    lengths = np.array([s.shape[1] for s in series])
-    L, min_len = int(lengths.max()), int(lengths.min())
-
-    classes = _class_table(labels)
-    index = {c.casefold(): i for i, c in enumerate(classes)}
-    y = np.array([index[label.casefold()] for label in labels], dtype=np.int64)
-    read = {"n_train": n_train, "n_test": n_test, "C": C, "L": L, "classes": len(classes)}
-    catalog_check, warnings = _check_catalog(name, paths, parsed, read)
-    prepared_size = _check_prepared_size(paths, parsed, (N, C, L), max_prepared_ratio)
-
-    # Per-channel statistics of the real (non-padding) TRAIN values, in float64.
-    total = np.zeros(C)
-    count = np.zeros(C)
-    for s in tr.series:
-        total += np.nansum(s, axis=1)
-        count += np.sum(~np.isnan(s), axis=1)
-    mean = np.divide(total, count, out=np.zeros(C), where=count > 0)
-    sq = np.zeros(C)
-    for s in tr.series:
-        sq += np.nansum((s - mean[:, None]) ** 2, axis=1)
-    std = np.sqrt(np.divide(sq, count, out=np.zeros(C), where=count > 0))
-    std = np.where((std > 0) & np.isfinite(std), std, 1.0)
-
-    X = np.zeros((N, C, L), dtype=np.float32)
-    for i, s in enumerate(series):
-        z = (s - mean[:, None]) / std[:, None]
-        X[i, :, : s.shape[1]] = np.nan_to_num(z, nan=0.0)
-
-    from ssmbench import __version__
-
-    meta = {
-        "name": name,
-        "benchmark": "uea",
-        "domain": domain_of("uea", name),
-        "task": "classification",
-        "N": N,
-        "C": C,
-        "L": L,
-        "n_classes": len(classes),
-        "classes": classes,
-        "n_train": n_train,
-        "n_test": n_test,
-        "fold_scheme": "official_split",
-        "n_folds": 1,
-        "source": source,
-        "source_url": source_url,
-        "raw_files": raw_files,
-        "length_policy": LENGTH_POLICY_EQUAL if min_len == L else LENGTH_POLICY_PAD,
-        "min_length": min_len,
-        "max_length": L,
-        "nan_policy": NAN_POLICY,
-        "n_padding_nan": tr.n_padding_nan + te.n_padding_nan,
-        "label_policy": LABEL_POLICY,
-        "header_class_values": tr.class_values,
-        "normalisation": {
-            "kind": NORMALISATION,
-            "mean": [float(v) for v in mean],
-            "std": [float(v) for v in std],
-        },
-        "catalog_check": catalog_check,
-        "prepared_size": prepared_size,
-        "warnings": warnings,
-        "prepared_with": __version__,
-        "created": utc_now(),
-    }
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / name
-    with atomic_folder(target) as tmp:
-        np.save(tmp / "X.npy", X, allow_pickle=False)
-        np.save(tmp / "y.npy", y, allow_pickle=False)
-        (tmp / "test_indices_fold_0.txt").write_text(
-            "".join(f"{i}\n" for i in range(n_train, N)), encoding="utf-8"
-        )
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-    return target
