@@ -128,3 +128,41 @@ def test_a_reference_file_that_does_not_read_is_named(tmp_path, monkeypatch, cha
     assert message.startswith(f"{target}: the published figures shipped with ssmbench do not ")
     assert why in message
     assert "restore it (git checkout -- src/ssmbench/reference/published_errors.csv" in message
+
+
+def _drop_column(text: str, column: str) -> str:
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(text)))
+    at = rows[0].index(column)
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([r[:at] + r[at + 1 :] for r in rows])
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("name", "column", "read"),
+    [
+        ("ms4n_authors_protocol.csv", "note", lambda ref: ref.load_authors_protocol()),
+        ("published_summary.csv", "value",
+         lambda ref: ref.read_reference_text("published_summary.csv", ("metric", "value"))),
+    ],
+)  # fmt: skip
+def test_a_reference_file_read_as_text_names_a_missing_column(
+    tmp_path, monkeypatch, name, column, read
+):
+    """The files read with every cell as a string are checked for the columns their readers
+    use, as the typed ones are for their dtype's columns."""
+    from ssmbench.report import reference
+
+    package = tmp_path / "ssmbench"
+    shutil.copytree(REPO / "src/ssmbench/reference", package / "reference")
+    target = package / "reference" / name
+    read(reference)  # as shipped: reads
+    monkeypatch.setattr(reference.resources, "files", lambda _: package)
+    target.write_text(_drop_column(target.read_text(encoding="utf-8"), column), "utf-8")
+    with pytest.raises(RecordError) as err:
+        read(reference)
+    assert str(err.value).startswith(f"{target}: the published figures shipped with ssmbench")
+    assert f"missing column(s) {column}" in str(err.value)

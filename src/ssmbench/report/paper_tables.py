@@ -334,7 +334,9 @@ def paper_consistency(paper: pd.DataFrame) -> pd.DataFrame:
     the rows cannot give (parameters, Table 2's variants) is left out."""
     from .reference import read_reference_text
 
-    text = read_reference_text("published_summary.csv")
+    text = read_reference_text(
+        "published_summary.csv", ("source", "benchmark", "model", "metric", "value")
+    )
     summary = model_summary(paper).set_index(["benchmark", "model"])
     rows = []
 
@@ -361,7 +363,9 @@ def paper_consistency(paper: pd.DataFrame) -> pd.DataFrame:
             continue  # Table 2's MS4-2Layer and MS4-H128: no per-dataset rows
         value = float(summary.at[(r.benchmark, r.model), key])
         add(r.source, r.benchmark, r.model, r.metric, r.value, value, r.metric == "rank")
-    t4 = read_reference_text("published_domains_monster.csv")
+    t4 = read_reference_text(
+        "published_domains_monster.csv", ("domain", "metric", "model", "value")
+    )
     t4 = t4[t4["metric"].isin(("Error", "Rank")) & (t4["value"] != "")]
     monster = restrict(paper, "monster")
     for domain in TABLE4_DOMAINS:

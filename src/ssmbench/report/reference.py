@@ -13,10 +13,11 @@ _PACKAGE = "ssmbench"
 _FOLDER = "reference"
 
 
-def _read_csv(name: str, **kwargs) -> pd.DataFrame:
+def _read_csv(name: str, columns: tuple[str, ...] = (), **kwargs) -> pd.DataFrame:
     """A reference file as a frame; `RecordError` naming it when it cannot be read as the
-    table it is (a cell that is not of its column's type, a column missing, not UTF-8):
-    these files are the package's, so one that does not read was changed by hand."""
+    table it is (a cell that is not of its column's type, a column of ``columns`` or of a
+    ``dtype`` dict missing, not UTF-8): these files are the package's, so one that does not
+    read was changed by hand."""
     ref = resources.files(_PACKAGE).joinpath(_FOLDER, name)
     try:
         with ref.open("r", encoding="utf-8") as fh:
@@ -24,7 +25,8 @@ def _read_csv(name: str, **kwargs) -> pd.DataFrame:
     except (OSError, ValueError, pd.errors.ParserError) as exc:  # UnicodeDecodeError too
         raise _damaged(ref, str(exc).splitlines()[0] if str(exc) else type(exc).__name__) from exc
     dtype = kwargs.get("dtype")
-    missing = [c for c in dtype if c not in frame.columns] if isinstance(dtype, dict) else []
+    required = dict.fromkeys([*columns, *(dtype if isinstance(dtype, dict) else ())])
+    missing = [c for c in required if c not in frame.columns]
     if missing:
         raise _damaged(ref, f"missing column(s) {', '.join(missing)}")
     return frame
@@ -38,10 +40,10 @@ def _damaged(ref, why: str) -> RecordError:
     )
 
 
-def read_reference_text(name: str) -> pd.DataFrame:
+def read_reference_text(name: str, columns: tuple[str, ...]) -> pd.DataFrame:
     """A reference file with every cell as printed (strings; "" where empty), for what
-    depends on the printed decimals."""
-    return _read_csv(name, dtype=str, keep_default_na=False)
+    depends on the printed decimals; ``columns``: those the caller reads."""
+    return _read_csv(name, columns, dtype=str, keep_default_na=False)
 
 
 def load_published_errors() -> pd.DataFrame:
@@ -113,7 +115,12 @@ def load_authors_protocol() -> pd.DataFrame:
     note, has_value``."""
     import json
 
-    df = _read_csv("ms4n_authors_protocol.csv", dtype=str, keep_default_na=False)
+    df = _read_csv(
+        "ms4n_authors_protocol.csv",
+        ("benchmark", "setting", "authors", "source", "note"),
+        dtype=str,
+        keep_default_na=False,
+    )
     df["has_value"] = df["authors"] != ""
     df["authors"] = [json.loads(v) if v else None for v in df["authors"]]
     return df
