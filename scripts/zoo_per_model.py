@@ -11,7 +11,7 @@ in the suite's order, then the row of every compared cell:
     model | sets | runs per cell | agree / compared | mean ours − paper | above / below |
     ours, mean error | if the test split chose the epoch | optimism
 
-The agreement columns are the scorecard's per-model counts (``report.scorecard._counts``,
+The agreement columns are the scorecard's per-model counts (``report.scorecard.scorecard_counts``,
 as in ``results/scorecard.md``); "ours, mean error" is the mean over the model's datasets
 of each cell's mean test error; the last two columns are the selection-optimism table's
 row of means (dataset ``mean``). The three files are only read: the optimism columns stay
@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from ssmbench.config import load_params, suite_models
-from ssmbench.report.scorecard import _counts
+from ssmbench.report.scorecard import ALL_MODELS, scorecard_counts
 from ssmbench.report.selection_optimism import MEAN_ROW
 
 NOT_RUN = "not run yet"
@@ -55,6 +55,7 @@ def per_model_rows(
     """The table's rows (Markdown, without the header) for ``models`` on ``benchmark``."""
     metrics = metrics[metrics["benchmark"] == benchmark]
     card = scorecard[scorecard["benchmark"] == benchmark]
+    counts = scorecard_counts(card).get(benchmark, {})
     means = optimism[(optimism["benchmark"] == benchmark) & (optimism["dataset"] == MEAN_ROW)]
     means = means.set_index("model")
     rows = []
@@ -64,11 +65,10 @@ def per_model_rows(
             rows.append(f"| {model} | 0 | – | {NOT_RUN} | | | | | |")
             continue
         cells = runs.groupby("dataset")["test_error"].agg(["size", "mean"])
-        mine = card[card["model"] == model]
-        if mine.empty:
+        if model not in counts:
             agreement = f"{NO_PAPER} | – | –"
         else:
-            c = _counts(mine)
+            c = counts[model]
             agreement = (
                 f"{c['agree']}/{c['compared']} | {c['mean_diff']:+.3f} | "
                 f"{c['above']} / {c['below']}"
@@ -82,8 +82,8 @@ def per_model_rows(
             f"| {model} | {len(cells)} | {_runs_per_cell(cells['size'])} | {agreement} | "
             f"{cells['mean'].mean():.3f} | {chosen} |"
         )
-    if not card.empty:
-        c = _counts(card)
+    if ALL_MODELS in counts:
+        c = counts[ALL_MODELS]
         rows.append(
             f"| all compared | | | {c['agree']}/{c['compared']} | {c['mean_diff']:+.3f} | "
             f"{c['above']} / {c['below']} | | | |"
@@ -111,8 +111,12 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    frames = {k: pd.read_csv(p, keep_default_na=False, na_values=[""]) for k, p in files.items()}
-    frames["optimism"] = pd.read_csv(files["optimism"], dtype=str, keep_default_na=False)
+    frames = {
+        "metrics": pd.read_csv(files["metrics"]),
+        "scorecard": pd.read_csv(files["scorecard"]),
+        # the optimism table as printed: its cells are the report's formatted strings
+        "optimism": pd.read_csv(files["optimism"], dtype=str, keep_default_na=False),
+    }
     params = load_params(args.params, suite=args.suite)
     models = suite_models(params, args.benchmark, args.suite)
     print(HEADER)
