@@ -516,3 +516,27 @@ def test_prepare_before_any_fetch_does_not_claim_a_copy_was_marked_bad(tmp_path)
     (tmp_path / "raw" / "ERing" / "provenance.json").write_text('{"dataset": "ERing"}')
     error = reject_raw_copy(tmp_path / "raw", "ERing", DataError("ERing_TRAIN.ts: missing."))
     assert "is marked bad" in str(error) and (tmp_path / "raw" / "ERing" / REJECTED).is_file()
+
+
+def test_prepare_refuses_a_raw_file_changed_since_its_fetch(tmp_path):
+    """A raw .ts file edited after the fetch recorded its sha256 is refused, naming the
+    file and the command that fetches it again; a record that lacks the file, or that
+    cannot be read, is refused the same way."""
+    raw, out = tmp_path / "raw", tmp_path / "prepared"
+    fetch_uea("BasicMotions", raw, download=False)
+    train = raw / "BasicMotions" / "BasicMotions_TRAIN.ts"
+    train.write_text(train.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"BasicMotions_TRAIN.ts: sha256 .* differs .*--force"):
+        prepare_uea("BasicMotions", raw, out)
+    assert not (out / "BasicMotions").exists()
+
+    prov_path = raw / "BasicMotions" / "provenance.json"
+    prov = json.loads(prov_path.read_text(encoding="utf-8"))
+    prov["raw_files"].pop("BasicMotions/BasicMotions_TRAIN.ts")
+    prov_path.write_text(json.dumps(prov), encoding="utf-8")
+    with pytest.raises(DataError, match=r"BasicMotions_TRAIN.ts: .* \(none recorded\)"):
+        prepare_uea("BasicMotions", raw, out)
+
+    prov_path.write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(DataError, match=r"provenance.json: not a valid provenance record"):
+        prepare_uea("BasicMotions", raw, out)

@@ -390,6 +390,15 @@ def test_changed_raw_file_is_refused(hub_env, tmp_path):
         prepare_monster(NAME, tmp_path / "raw", tmp_path / "prep")
 
 
+def test_unreadable_provenance_is_refused_before_x_is_read(hub_env, tmp_path):
+    _, _, _, files = make_dataset()
+    _raw_copy(tmp_path, files)
+    (tmp_path / "raw" / NAME / "provenance.json").write_text("{not json")
+    with pytest.raises(DataError, match=r"provenance.json: not a valid provenance record.*--force"):
+        prepare_monster(NAME, tmp_path / "raw", tmp_path / "prep")
+    assert not (tmp_path / "prep" / NAME).exists()
+
+
 def test_nan_and_inf_are_rejected_with_counts(hub_env, tmp_path):
     X, _, _, files = make_dataset(np.float32)
     X[3, 1, 4] = np.nan

@@ -43,7 +43,7 @@ from ssmbench.data.download import copy_file
 from ssmbench.data.errors import DataError
 from ssmbench.data.monster import N_FOLDS, check_name, folder_files, repo_id_of
 from ssmbench.data.npy_chunks import read_npy_header, row_chunks, scan_and_convert, write_npy
-from ssmbench.data.provenance import PROVENANCE, refetch_command, utc_now
+from ssmbench.data.provenance import check_raw_files, utc_now
 from ssmbench.io import atomic_folder
 
 NORMALISATION = {"kind": "none", "note": "MONSTER data are used as given (not normalised)"}
@@ -164,16 +164,8 @@ def prepare_monster(
     x_path, y_path = src / files[0], src / files[1]
     fold_paths = [src / f for f in files[2:]]
 
-    prov_path = src / PROVENANCE
-    try:
-        prov = json.loads(prov_path.read_text(encoding="utf-8")) if prov_path.is_file() else {}
-        recorded = dict(prov.get("raw_files") or {})
-    except (ValueError, TypeError, AttributeError) as e:
-        raise DataError(
-            f"{prov_path}: not a valid provenance record ({e}). Fetch {name} again "
-            f"(`{refetch_command(raw_dir, name)}`)."
-        ) from e
-
+    # an unreadable record fails here, before X is read through (tens of GB for some sets)
+    check_raw_files(raw_dir, name, {})
     hdr = read_npy_header(x_path)
     shape, fortran, dtype, _ = hdr
     if len(shape) != 3 or min(shape) < 1:
@@ -209,13 +201,7 @@ def prepare_monster(
             x_sha, bad = scan_and_convert(x_path, hdr, tmp / "X.npy", chunk_rows)
         raw_files = {f"{name}/{files[0]}": x_sha}
         raw_files.update({f"{name}/{f}": sha256_file(src / f) for f in files[1:]})
-        for rel, digest in raw_files.items():
-            if rel in recorded and recorded[rel] != digest:
-                raise DataError(
-                    f"{src / Path(rel).name}: sha256 {digest} differs from the one recorded in "
-                    f"{prov_path} at fetch time. The raw file changed; fetch it again "
-                    f"(`{refetch_command(raw_dir, name)}`)."
-                )
+        prov = check_raw_files(raw_dir, name, raw_files, unrecorded_ok=True) or {}
         if bad["nan"] or bad["inf"]:
             raise DataError(
                 f"{x_path}: {bad['nan']} NaN and {bad['inf']} infinite value(s). MONSTER data "

@@ -33,6 +33,7 @@ __all__ = [
     "ORIGIN",
     "PROVENANCE",
     "REJECTED",
+    "check_raw_files",
     "file_stamp",
     "read_provenance",
     "recorded_files",
@@ -149,6 +150,40 @@ def recorded_files(dest: Path, name: str) -> list[str] | None:
         return None
     files = [k.split("/", 1)[1] for k in keys if k.startswith(f"{name}/")]
     return files or None
+
+
+def check_raw_files(
+    raw_dir: str | Path, name: str, digests: dict[str, str], *, unrecorded_ok: bool = False
+) -> dict | None:
+    """Check the raw files about to be prepared against the sha256 their fetch recorded.
+
+    ``digests`` maps each raw file (``<name>/<file>``) to its sha256 now. Returns the
+    provenance of ``<raw_dir>/<name>/`` (None where there is none: files placed by hand).
+    Raises DataError naming the file whose sha256 differs from the recorded one (or that
+    the record lacks, unless ``unrecorded_ok``), or the record that cannot be read; each
+    says how to fetch again."""
+    prov_path = Path(raw_dir) / name / PROVENANCE
+    if not prov_path.is_file():
+        return None
+    try:
+        prov = json.loads(prov_path.read_text(encoding="utf-8"))
+        recorded = dict(prov.get("raw_files") or {})
+    except (OSError, ValueError, TypeError, AttributeError) as e:
+        raise DataError(
+            f"{prov_path}: not a valid provenance record ({e}). Fetch {name} again "
+            f"(`{refetch_command(raw_dir, name)}`)."
+        ) from e
+    for rel, digest in digests.items():
+        if rel not in recorded and unrecorded_ok:
+            continue
+        if recorded.get(rel) != digest:
+            raise DataError(
+                f"{prov_path.parent / Path(rel).name}: sha256 {digest} differs from the one "
+                f"recorded in {prov_path} at fetch time"
+                f"{'' if rel in recorded else ' (none recorded)'}. The raw file changed; "
+                f"fetch it again (`{refetch_command(raw_dir, name)}`)."
+            )
+    return prov
 
 
 def refetch_command(raw_dir: str | Path, name: str) -> str:

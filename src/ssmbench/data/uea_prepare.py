@@ -48,7 +48,7 @@ import numpy as np
 from ssmbench.data.catalog import compare_with_catalog, domain_of
 from ssmbench.data.checksums import sha256_file
 from ssmbench.data.errors import DataError
-from ssmbench.data.provenance import PROVENANCE, refetch_command, utc_now
+from ssmbench.data.provenance import check_raw_files, utc_now
 from ssmbench.data.ts_reader import TsFile, read_ts
 from ssmbench.data.uea import SPLITS, file_names
 from ssmbench.io import atomic_folder
@@ -199,16 +199,8 @@ def prepare_uea(
             raise DataError(f"{p}: missing. Run the fetch step (fetch_uea) for {name} first.")
 
     raw_files = {f"{name}/{p.name}": sha256_file(p) for p in paths.values()}
-    prov_path = src / PROVENANCE
-    if prov_path.is_file():
-        prov = json.loads(prov_path.read_text(encoding="utf-8"))
-        for rel, digest in raw_files.items():
-            if prov.get("raw_files", {}).get(rel) != digest:
-                raise DataError(
-                    f"{src / Path(rel).name}: sha256 {digest} differs from the one recorded "
-                    f"in {prov_path} at fetch time. The raw file changed; fetch it again "
-                    f"(`{refetch_command(raw_dir, name)}`)."
-                )
+    prov = check_raw_files(raw_dir, name, raw_files)
+    if prov is not None:
         source, source_url = prov.get("source"), prov.get("source_url")
     else:  # files placed by hand: treat the raw folder itself as the archive
         source, source_url = "archive_dir", str(src.resolve())
