@@ -534,7 +534,8 @@ def test_prepare_refuses_a_raw_file_changed_since_its_fetch(tmp_path):
     prov = json.loads(prov_path.read_text(encoding="utf-8"))
     prov["raw_files"].pop("BasicMotions/BasicMotions_TRAIN.ts")
     prov_path.write_text(json.dumps(prov), encoding="utf-8")
-    with pytest.raises(DataError, match=r"BasicMotions_TRAIN.ts: .* \(none recorded\)"):
+    unrecorded = r"BasicMotions_TRAIN.ts: not among the raw files recorded .*--force"
+    with pytest.raises(DataError, match=unrecorded):
         prepare_uea("BasicMotions", raw, out)
 
     prov_path.write_text("[1, 2]", encoding="utf-8")

@@ -176,12 +176,16 @@ def check_raw_files(
     for rel, digest in digests.items():
         if rel not in recorded and unrecorded_ok:
             continue
-        if recorded.get(rel) != digest:
+        path, again = prov_path.parent / Path(rel).name, refetch_command(raw_dir, name)
+        if rel not in recorded:
             raise DataError(
-                f"{prov_path.parent / Path(rel).name}: sha256 {digest} differs from the one "
-                f"recorded in {prov_path} at fetch time"
-                f"{'' if rel in recorded else ' (none recorded)'}. The raw file changed; "
-                f"fetch it again (`{refetch_command(raw_dir, name)}`)."
+                f"{path}: not among the raw files recorded in {prov_path} at fetch time, so "
+                f"it is not known to be what was fetched; fetch it again (`{again}`)."
+            )
+        if recorded[rel] != digest:
+            raise DataError(
+                f"{path}: sha256 {digest} differs from the one recorded in {prov_path} at "
+                f"fetch time. The raw file changed; fetch it again (`{again}`)."
             )
     return prov
 
