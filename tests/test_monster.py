@@ -392,6 +392,7 @@ def test_changed_raw_file_is_refused(hub_env, tmp_path):
 
 def test_unreadable_provenance_is_refused_before_x_is_read(hub_env, tmp_path):
     _, _, _, files = make_dataset()
+    files[f"{NAME}_X.npy"] = b"not a numpy file at all"  # reading X first would fail on it
     _raw_copy(tmp_path, files)
     (tmp_path / "raw" / NAME / "provenance.json").write_text("{not json")
     with pytest.raises(DataError, match=r"provenance.json: not a valid provenance record.*--force"):

@@ -43,7 +43,7 @@ from ssmbench.data.download import copy_file
 from ssmbench.data.errors import DataError
 from ssmbench.data.monster import N_FOLDS, check_name, folder_files, repo_id_of
 from ssmbench.data.npy_chunks import read_npy_header, row_chunks, scan_and_convert, write_npy
-from ssmbench.data.provenance import check_raw_files, utc_now
+from ssmbench.data.provenance import check_raw_files, fetch_record, utc_now
 from ssmbench.io import atomic_folder
 
 NORMALISATION = {"kind": "none", "note": "MONSTER data are used as given (not normalised)"}
@@ -164,8 +164,9 @@ def prepare_monster(
     x_path, y_path = src / files[0], src / files[1]
     fold_paths = [src / f for f in files[2:]]
 
-    # an unreadable record fails here, before X is read through (tens of GB for some sets)
-    check_raw_files(raw_dir, name, {})
+    # read before X is read through (tens of GB for some sets): an unreadable record fails
+    # at once; files placed by hand have none
+    prov = fetch_record(raw_dir, name) or {}
     hdr = read_npy_header(x_path)
     shape, fortran, dtype, _ = hdr
     if len(shape) != 3 or min(shape) < 1:
@@ -201,7 +202,7 @@ def prepare_monster(
             x_sha, bad = scan_and_convert(x_path, hdr, tmp / "X.npy", chunk_rows)
         raw_files = {f"{name}/{files[0]}": x_sha}
         raw_files.update({f"{name}/{f}": sha256_file(src / f) for f in files[1:]})
-        prov = check_raw_files(raw_dir, name, raw_files, unrecorded_ok=True) or {}
+        check_raw_files(raw_dir, name, prov, raw_files, unrecorded_ok=True)
         if bad["nan"] or bad["inf"]:
             raise DataError(
                 f"{x_path}: {bad['nan']} NaN and {bad['inf']} infinite value(s). MONSTER data "

@@ -34,6 +34,7 @@ __all__ = [
     "PROVENANCE",
     "REJECTED",
     "check_raw_files",
+    "fetch_record",
     "file_stamp",
     "read_provenance",
     "recorded_files",
@@ -152,32 +153,46 @@ def recorded_files(dest: Path, name: str) -> list[str] | None:
     return files or None
 
 
-def check_raw_files(
-    raw_dir: str | Path, name: str, digests: dict[str, str], *, unrecorded_ok: bool = False
-) -> dict | None:
-    """Check the raw files about to be prepared against the sha256 their fetch recorded.
-
-    ``digests`` maps each raw file (``<name>/<file>``) to its sha256 now. Returns the
-    provenance of ``<raw_dir>/<name>/`` (None where there is none: files placed by hand).
-    Raises DataError naming the file whose sha256 differs from the recorded one (or that
-    the record lacks, unless ``unrecorded_ok``), or the record that cannot be read; each
-    says how to fetch again."""
+def fetch_record(raw_dir: str | Path, name: str) -> dict | None:
+    """The provenance a fetch wrote in ``<raw_dir>/<name>/``, for preparing its files: None
+    where there is none (files placed by hand). Unlike :func:`read_provenance` (for the
+    fetch, which fetches again), a record that cannot be read, or whose ``raw_files`` is not
+    a mapping, is a DataError that says how to fetch again."""
     prov_path = Path(raw_dir) / name / PROVENANCE
     if not prov_path.is_file():
         return None
     try:
         prov = json.loads(prov_path.read_text(encoding="utf-8"))
-        recorded = dict(prov.get("raw_files") or {})
+        dict(prov.get("raw_files") or {})
     except (OSError, ValueError, TypeError, AttributeError) as e:
         raise DataError(
             f"{prov_path}: not a valid provenance record ({e}). Fetch {name} again "
             f"(`{refetch_command(raw_dir, name)}`)."
         ) from e
+    return prov
+
+
+def check_raw_files(
+    raw_dir: str | Path,
+    name: str,
+    prov: dict,
+    digests: dict[str, str],
+    *,
+    unrecorded_ok: bool = False,
+) -> None:
+    """Check the raw files about to be prepared against the sha256 their fetch recorded in
+    ``prov`` (:func:`fetch_record`). ``digests`` maps each raw file (``<name>/<file>``) to
+    its sha256 now. Raises DataError naming the file whose sha256 differs from the
+    recorded one, or that the record lacks (unless ``unrecorded_ok``); each says how to
+    fetch again."""
+    recorded = dict(prov.get("raw_files") or {})
+    prov_path = Path(raw_dir) / name / PROVENANCE
+    again = refetch_command(raw_dir, name)
     for rel, digest in digests.items():
-        if rel not in recorded and unrecorded_ok:
-            continue
-        path, again = prov_path.parent / Path(rel).name, refetch_command(raw_dir, name)
+        path = prov_path.parent / Path(rel).name
         if rel not in recorded:
+            if unrecorded_ok:
+                continue
             raise DataError(
                 f"{path}: not among the raw files recorded in {prov_path} at fetch time, so "
                 f"it is not known to be what was fetched; fetch it again (`{again}`)."
@@ -187,7 +202,6 @@ def check_raw_files(
                 f"{path}: sha256 {digest} differs from the one recorded in {prov_path} at "
                 f"fetch time. The raw file changed; fetch it again (`{again}`)."
             )
-    return prov
 
 
 def refetch_command(raw_dir: str | Path, name: str) -> str:

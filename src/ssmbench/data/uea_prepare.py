@@ -48,7 +48,7 @@ import numpy as np
 from ssmbench.data.catalog import compare_with_catalog, domain_of
 from ssmbench.data.checksums import sha256_file
 from ssmbench.data.errors import DataError
-from ssmbench.data.provenance import check_raw_files, utc_now
+from ssmbench.data.provenance import check_raw_files, fetch_record, utc_now
 from ssmbench.data.ts_reader import TsFile, read_ts
 from ssmbench.data.uea import SPLITS, file_names
 from ssmbench.io import atomic_folder
@@ -199,8 +199,9 @@ def prepare_uea(
             raise DataError(f"{p}: missing. Run the fetch step (fetch_uea) for {name} first.")
 
     raw_files = {f"{name}/{p.name}": sha256_file(p) for p in paths.values()}
-    prov = check_raw_files(raw_dir, name, raw_files)
+    prov = fetch_record(raw_dir, name)
     if prov is not None:
+        check_raw_files(raw_dir, name, prov, raw_files)
         source, source_url = prov.get("source"), prov.get("source_url")
     else:  # files placed by hand: treat the raw folder itself as the archive
         source, source_url = "archive_dir", str(src.resolve())
