@@ -1,6 +1,8 @@
 """Measure this machine for `ssmbench plan`: seconds per training step of each model family
-at a few batch shapes, written into the calibration table
-(``src/ssmbench/calibration/step_seconds.csv``, ``ssmbench.step_costs``).
+at a few batch shapes, written into the project's calibration table (params.yaml
+``paths.calibration``, read by ``ssmbench plan`` beside the package's;
+``ssmbench.step_costs``). ``--table src/ssmbench/calibration/step_seconds.csv`` updates
+the table the package ships (its developers' machines).
 
 Each family is timed through one params.yaml entry (``--models``, default: the first
 entry of each family), built by the registry as a run builds it. A training step is
@@ -149,7 +151,8 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default=None, help="entries to time (default: one per family)")
     ap.add_argument("--steps", type=int, default=3, help="timed steps per shape")
     ap.add_argument("--params", default=str(REPO / "params.yaml"))
-    ap.add_argument("--table", default=None, help="the table to update (default: the package's)")
+    ap.add_argument("--table", default=None, help="the table to update (default: the "
+                    "project's, params.yaml paths.calibration)")  # fmt: skip
     ap.add_argument("--dry-run", action="store_true", help="print the rows, write nothing")
     args = ap.parse_args(argv)
 
@@ -218,14 +221,24 @@ def main(argv=None) -> int:
                               macs, step_s, eval_s, today, source))  # fmt: skip
     if args.dry_run:
         return 0
-    table = Path(args.table) if args.table else TABLE
+    own = params["paths"].get("calibration") or "calibration/step_seconds.csv"
+    table = Path(args.table) if args.table else Path(args.params).parent / own
+    table.parent.mkdir(parents=True, exist_ok=True)
     measured = {(p.machine, p.family) for p in rows}
     kept = (
         [p for p in read_table(table) if (p.machine, p.family) not in measured]
         if table.exists()
         else []
     )
-    header = table.read_text().splitlines() if table.exists() else []
+    header = (
+        table.read_text().splitlines()
+        if table.exists()
+        else [
+            "# Seconds per training step measured on this project's machines by",
+            "# benchmarks/calibrate.py; `ssmbench plan` reads it beside the package's table",
+            f"# ({TABLE.relative_to(REPO) if TABLE.is_relative_to(REPO) else TABLE.name}).",
+        ]
+    )
     comments = "\n".join(line[2:] for line in header if line.startswith("# "))
     write_table(kept + rows, table, header=comments)
     print(f"wrote {len(rows)} rows for {args.machine} to {table}")

@@ -1,24 +1,17 @@
-"""One contract for every registered model family (aeon-style: each family's class gives
-small ``TEST_PARAMS``): it builds for extreme shapes (also on the meta device), maps
-(B, C, L) to (B, K), learns (one optimisation step lowers the loss; every parameter gets a
-gradient), is deterministic under a seed (in evaluation and in training, where dropout and
-sampling draw from it), stays finite on constant inputs, works with a batch of one, and,
-where the family offers it, maps to one output per step (B, L, K). Every params.yaml model
-builds at its real width, also for the extreme shape. Non-deep families (``is_estimator``)
-meet the same contract through fit/predict_proba."""
+"""The model contract (ssmbench.model_contract, which `ssmbench check-model` runs on a
+researcher's class) on every built-in family, at extreme shapes besides the contract's
+own: C = 1 and 1345, L = 1 to 2500, K = 2 and 82. Every params.yaml model builds at its
+real width, also for the extreme shape. Each check fails for a model that breaks it."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 from conftest import REPO
 
-from ssmbench.complexity import count_params, mmac
+from ssmbench import model_contract as contract
 from ssmbench.models import FAMILIES, build_model, is_estimator, validate_model_params
 from ssmbench.params_file import read_params
-from ssmbench.train.rewind import host_random_digest, norm_statistics
 
 #: (C, L, K): C = 1 and 1345 (DuckDuckGeese), L = 1, 8 and 2500, K = 2 and 82 (Pedestrian).
 SHAPES = [(1, 1, 2), (1, 8, 2), (1345, 8, 82), (1, 2500, 82), (1345, 64, 2), (3, 50, 5),
@@ -47,18 +40,18 @@ BUILD_ONLY = {("logncde", 1345)}
 
 
 DEEP = sorted(f for f, cls in FAMILIES.items() if not is_estimator(cls))
-PER_STEP = sorted(f for f in DEEP if FAMILIES[f].SUPPORTS_PER_STEP)
+PER_STEP = sorted(f for f in DEEP if getattr(FAMILIES[f], "SUPPORTS_PER_STEP", False))
 ESTIMATORS = sorted(set(FAMILIES) - set(DEEP))
 PARAMS_MODELS = read_params(REPO / "params.yaml")["models"]
 
 
-def entry(family: str) -> dict:
-    return {"family": family, **getattr(FAMILIES[family], "TEST_PARAMS", {})}
+def _contract(family: str, shapes=()) -> dict[str, contract.Check]:
+    return {check.name: check for check in contract.checks(family, shapes)}
 
 
-def build(family: str, C: int, K: int, L: int, seed: int = 0):
-    torch.manual_seed(seed)
-    return build_model(f"contract-{family}", C, K, L, entry(family))
+def _meets(family: str, check: contract.Check) -> None:
+    problem = contract.run_check(check, family, contract.contract_params(family))
+    assert problem is None, problem
 
 
 @pytest.mark.parametrize("family", DEEP)
@@ -66,118 +59,50 @@ def build(family: str, C: int, K: int, L: int, seed: int = 0):
 def test_builds_and_maps_to_logits(family, shape):
     if (family, shape) in TOO_LARGE:
         pytest.skip("too large for this family (see TOO_LARGE)")
-    C, L, K = shape
-    model = build(family, C, K, L).eval()
-    with torch.no_grad():
-        out = model(torch.randn(2, C, L))
-    assert out.shape == (2, K) and out.dtype == torch.float32
-    assert torch.isfinite(out).all()
-    assert count_params(model) > 0 and mmac(model, C, L, device="meta") > 0
+    _meets(family, contract.checks(family, [shape])[0])  # the shape's check comes first
+
+
+#: the contract's checks beyond the shapes, by name (ssmbench.model_contract.checks)
+PER_STEP_CHECK = "one output per step (B, L, K)"
+DEEP_CHECKS = [n for n in _contract("ms4") if not n.startswith("maps ") and n != PER_STEP_CHECK]
 
 
 @pytest.mark.parametrize("family", DEEP)
-def test_one_step_lowers_the_loss(family):
-    C, L, K = 3, 32, 4
-    gen = torch.Generator().manual_seed(1)
-    x, y = torch.randn(8, C, L, generator=gen), torch.arange(8) % K
-    model = build(family, C, K, L)
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-
-    def loss_now():
-        model.eval()
-        with torch.no_grad():
-            return F.cross_entropy(model(x), y).item()
-
-    before = loss_now()
-    model.train()
-    optimizer.zero_grad()
-    F.cross_entropy(model(x), y).backward()
-    missing = [n for n, p in model.named_parameters() if p.grad is None]
-    assert not missing, missing  # every parameter is trained
-    optimizer.step()
-    assert loss_now() < before
-
-
-@pytest.mark.parametrize("family", DEEP)
-def test_a_training_batch_changes_only_what_a_rewind_restores(family):
-    """A batch abandoned on a stop signal is undone by restoring torch's generators and
-    the running statistics of norms (ssmbench.train.rewind): a training forward and
-    backward may change no other buffer and draw from neither Python's nor NumPy's
-    generator."""
-    C, L, K = 3, 32, 4
-    gen = torch.Generator().manual_seed(1)
-    x, y = torch.randn(8, C, L, generator=gen), torch.arange(8) % K
-    model = build(family, C, K, L).train()
-    restored = {id(buffer) for buffer in norm_statistics(model)}
-    before = {
-        name: buffer.detach().clone()
-        for name, buffer in model.named_buffers()
-        if id(buffer) not in restored
-    }
-    host = host_random_digest()
-    F.cross_entropy(model(x), y).backward()
-    changed = [
-        name
-        for name, buffer in model.named_buffers()
-        if name in before and not torch.equal(buffer.nan_to_num(), before[name].nan_to_num())
-    ]
-    assert not changed, changed
-    assert host_random_digest() == host
-
-
-@pytest.mark.parametrize("family", DEEP)
-def test_meta_device_forward(family):
-    model = build(family, 3, 4, 1000).to("meta")
-    with torch.no_grad():
-        out = model(torch.empty(2, 3, 1000, device="meta"))
-    assert out.shape == (2, 4) and out.device.type == "meta"
-
-
-@pytest.mark.parametrize("family", DEEP)
-def test_same_seed_same_output(family):
-    x = torch.randn(3, 4, 40, generator=torch.Generator().manual_seed(2))
-    a, b = build(family, 4, 3, 40, seed=7).eval(), build(family, 4, 3, 40, seed=7).eval()
-    with torch.no_grad():
-        assert torch.equal(a(x), b(x))
-        other = build(family, 4, 3, 40, seed=8).eval()
-        assert not torch.equal(a(x), other(x))
-    outputs = []
-    for model in (a.train(), b.train()):  # training: dropout and sampling draw from the seed
-        torch.manual_seed(3)
-        outputs.append(model(x))
-    assert torch.equal(*outputs)
-
-
-@pytest.mark.parametrize("family", DEEP)
-def test_constant_input_and_batch_of_one(family):
-    C, L, K = 5, 24, 3
-    model = build(family, C, K, L)
-    model.train()
-    for value in (0.0, 3.0, 1e3):
-        constant = torch.full((4, C, L), value)  # zero variance along time and across rows
-        loss = F.cross_entropy(model(constant), torch.tensor([0, 1, 2, 0]))
-        loss.backward()
-        assert torch.isfinite(loss), value
-        grads = [p.grad for p in model.parameters() if p.grad is not None]
-        assert all(torch.isfinite(g).all() for g in grads), value
-        model.zero_grad()
-    one = torch.randn(1, C, L)
-    F.cross_entropy(model(one), torch.tensor([1])).backward()  # batch of one trains
-    model.eval()
-    with torch.no_grad():
-        assert model(one).shape == (1, K) and torch.isfinite(model(constant)).all()
+@pytest.mark.parametrize("check", DEEP_CHECKS)
+def test_deep_contract(family, check):
+    _meets(family, _contract(family)[check])
 
 
 @pytest.mark.parametrize("family", PER_STEP)
 def test_per_step_output(family):
-    C, L, K = 2, 17, 5
-    torch.manual_seed(0)
-    model = build_model(f"contract-{family}", C, K, L, entry(family), per_step=True)
-    out = model(torch.randn(1, C, L))  # a batch of one, one output vector per step
-    assert out.shape == (1, L, K)
-    out.sum().backward()
-    with torch.no_grad():
-        assert model.eval()(torch.randn(3, C, L)).shape == (3, L, K)
+    _meets(family, _contract(family)[PER_STEP_CHECK])
+
+
+class Frozen(torch.nn.Module):
+    """Breaks the contract three ways: its parameters are not drawn from the seed, it
+    cannot learn (its output is multiplied by 0), and a training batch changes a buffer."""
+
+    def __init__(self, n_channels: int, n_classes: int, length: int):
+        super().__init__()
+        self.head = torch.nn.Linear(n_channels, n_classes)
+        torch.nn.init.zeros_(self.head.weight)
+        torch.nn.init.zeros_(self.head.bias)
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls += 1
+        return self.head(x.mean(-1)) * 0.0
+
+
+def test_each_check_fails_for_a_model_that_breaks_it():
+    family = f"{__name__}:Frozen"
+    checks = _contract(family, [(3, 50, 5)])
+    maps = checks["maps (B, C, L) to logits (B, K), C3 L50 K5"]
+    assert contract.run_check(maps, family, {}) is None
+    for name in ("one step lowers the loss; every parameter gets a gradient",
+                 "a training batch changes only what a rewind restores",
+                 "the same seed gives the same model and output"):  # fmt: skip
+        assert contract.run_check(checks[name], family, {}) is not None, name
 
 
 @pytest.mark.parametrize("name", sorted(PARAMS_MODELS))
@@ -203,33 +128,7 @@ def test_params_yaml_models_validate_and_build(name):
 
 
 # ----------------------------------------------------------------------------- estimators
-def _data(n, C, L, K, seed=0):
-    rng = np.random.default_rng(seed)
-    y = np.arange(n) % K
-    X = rng.normal(size=(n, C, L)).astype(np.float32) + y[:, None, None]  # separable
-    return X, y.astype(np.int64)
-
-
 @pytest.mark.parametrize("family", ESTIMATORS)
-@pytest.mark.parametrize("shape", [(1, 8, 2), (3, 64, 5)], ids=lambda s: "C{}-L{}-K{}".format(*s))
-def test_estimator_fits_and_predicts(family, shape):
-    C, L, K = shape
-    X, y = _data(4 * K, C, L, K)
-    model = build(family, C, K, L).configure(random_state=0)
-    proba = model.fit(X, y).predict_proba(X[:3])
-    assert proba.shape == (3, K) and np.allclose(proba.sum(axis=1), 1.0)
-    assert model.predict_proba(X[:1]).shape == (1, K)  # a batch of one
-    assert np.isfinite(model.predict_proba(np.full((2, C, L), 3.0, np.float32))).all()
-    again = build(family, C, K, L).configure(random_state=0).fit(X, y).predict_proba(X[:3])
-    assert np.array_equal(proba, again)  # same seed, same model
-
-
-@pytest.mark.parametrize("family", ESTIMATORS)
-def test_estimator_learns_and_handles_a_missing_class(family):
-    C, L, K = 2, 32, 3
-    X, y = _data(30, C, L, K)
-    model = build(family, C, K, L).configure(random_state=0).fit(X, y)
-    assert np.mean(model.predict_proba(X).argmax(axis=1) == y) > 0.9
-    keep = y != 2  # a class absent from the training rows gets probability 0
-    proba = build(family, C, K, L).configure(random_state=0).fit(X[keep], y[keep]).predict_proba(X)
-    assert proba.shape == (30, 3) and np.all(proba[:, 2] == 0)
+@pytest.mark.parametrize("check", [c.name for c in contract.checks("quant")])
+def test_estimator_contract(family, check):
+    _meets(family, _contract(family)[check])

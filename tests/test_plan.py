@@ -179,3 +179,52 @@ def test_cli_plan_prints_the_bill_and_refuses_an_unknown_machine(tmp_path, capsy
     assert main([*argv, "--table", str(table), "--cpu-machine", "nope"]) == 2
     err = capsys.readouterr().err
     assert "--cpu-machine nope" in err and "has: m" in err
+
+
+def test_a_family_without_calibration_says_the_command_and_the_projects_table_fills_it(
+    tmp_path, monkeypatch
+):
+    """The project's own table (paths.calibration) is read beside the package's; a family
+    measured in neither is "not estimated" with the command that measures it into the
+    project's table."""
+    params = load_params(REPO / "params.yaml", suite="default")
+    package = _table(tmp_path, [_row(step="0.5", eval_s="0.1")], "package.csv")
+    text = format_bill(estimate(params, StepCosts.load(package)), params)
+    assert ("not estimated: no calibration for family 's4d' on m; measure it with "
+            "`python benchmarks/calibrate.py --machine m --models S4D --table "
+            "calibration/step_seconds.csv`") in text  # fmt: skip
+    own = _table(tmp_path, [_row(family="s4d", step="0.2"), _row(step="0.4")], "own.csv")
+    costs = StepCosts.load(package, own)
+    bill = {e.name: e for e in estimate(params, costs).estimates}
+    assert bill["uea/BasicMotions/S4D/fold0"].seconds is not None
+    assert [p.step_s for p in costs.points if p.family == "ms4"] == [0.4]  # the project's
+    monkeypatch.chdir(tmp_path)
+    from ssmbench.step_costs import tables
+
+    with_paths = {**params, "paths": {**params["paths"], "calibration": "own.csv"}}
+    assert tables(with_paths) == [TABLE, tmp_path.joinpath("own.csv").relative_to(tmp_path)]
+    assert tables({**params, "paths": {**params["paths"], "calibration": "none.csv"}}) == [TABLE]
+
+
+def test_calibrate_writes_the_projects_table_not_the_packages(tmp_path):
+    import subprocess
+    import sys
+
+    import yaml
+
+    from ssmbench.params_file import read_params
+
+    params = read_params(REPO / "params.yaml")
+    params.pop("studies", None)  # the studies merged in: one file
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    before = TABLE.read_bytes()
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "calibrate.py"), "--machine", "mine",
+         "--models", "S4D", "--shapes", "2x2x16", "--steps", "1",
+         "--params", str(tmp_path / "params.yaml")],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert TABLE.read_bytes() == before
+    rows = read_table(tmp_path / "calibration" / "step_seconds.csv")
+    assert [(p.machine, p.family, p.B) for p in rows] == [("mine", "s4d", 2)]

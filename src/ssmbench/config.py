@@ -159,6 +159,7 @@ def name_problems(params: dict) -> list[str]:
 def check_params(params: dict, source: str = "params.yaml") -> None:
     """Cross-references the schema cannot express. Raises ConfigError listing every problem."""
     from ssmbench.models import validate_model_params
+    from ssmbench.models.imported import entry_problems
 
     problems: list[str] = name_problems(params)
     suites = params.get("suites", {})
@@ -176,7 +177,12 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
                 problems.append(f"{where}: {dataset!r} is not a dataset of any benchmark")
                 continue
             try:
-                validate_model_params(name, model_entry(params, name, dataset))
+                resolved = model_entry(params, name, dataset)
+                own_family = entry_problems(name, resolved)  # package.module:Class
+                if own_family:
+                    problems += [f"{where}: {problem}" for problem in own_family]
+                    break
+                validate_model_params(name, resolved)
             except ValueError as exc:
                 problems.append(f"{where}: {exc}")
         for dataset, settings in ((entry.get("dataset_settings") or {}) if isinstance(entry, dict)

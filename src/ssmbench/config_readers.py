@@ -102,6 +102,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "models.*.dataset_settings": ("ssmbench.precedence:settings_places",),
     "suites.*.benchmarks.*": ("ssmbench.config:suite_grid",),
     "suites.*.models": ("ssmbench.config:suite_models",),
+    "suites.*.variants.*": ("ssmbench.params_file:_expand_variants",),
     "suites.*.benchmark_models.*": ("ssmbench.config:suite_models",),
     "suites.*.folds": ("ssmbench.config:suite_grid",),
     "suites.*.overrides": ("ssmbench.precedence:settings_places",),
@@ -130,6 +131,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     # hyperparameter searches (ssmbench.search_space; the tune stage: ssmbench.train.tune)
     "paths.tuned": ("ssmbench.config:tuned_path", "workflow/rules/tune.smk"),
     "paths.tuning": ("ssmbench.cli.tune:_tune",),
+    "paths.calibration": ("ssmbench.step_costs:tables", "benchmarks/calibrate.py"),
     "tuning.storage": ("ssmbench.cli.tune:_tune",),
     "tuning.stale_after_s": ("ssmbench.cli.tune:_tune",),
     "tuning.searches.*.benchmarks": ("ssmbench.search_space:search_of",),

@@ -93,7 +93,83 @@ def read_params_and_files(path: str | Path = "params.yaml") -> tuple[dict, dict[
                 entries[entry] = body
                 files[f"{dotted}.{entry}"] = name
     _expand_all_datasets(params, path)
+    _expand_variants(params, files, path)
     return params, files
+
+
+#: the per-dataset places of a model entry, merged per dataset when a variant derives
+VARIANT_MERGED = ("dataset_params", "dataset_settings")
+
+
+def _expand_variants(params: dict, files: dict[str, str], path: Path) -> None:
+    """A model entry with ``base: <model>`` is that model's entry with its own keys over
+    it (``dataset_params`` and ``dataset_settings`` merged per dataset); it keeps
+    ``base`` to say so. A suite's ``variants: {<name>: {base: <model>, ...}}`` adds such
+    entries to ``models`` and their names to the suite's ``models``. A base that is not a
+    model, a chain of bases that returns to its start, or a variant named like a model:
+    ConfigError naming the entry."""
+    models = params.get("models")
+    if not isinstance(models, dict):
+        return
+    for sname, suite in (params.get("suites") or {}).items():
+        variants = suite.get("variants") if isinstance(suite, dict) else None
+        if not variants:
+            continue
+        if not isinstance(variants, dict):
+            raise ConfigError(f"{path}: suites.{sname}.variants: expected a mapping of "
+                              "{name: {base: <model>, hyperparameter: value}}")  # fmt: skip
+        where = files.get(f"suites.{sname}", str(path))
+        for name, body in variants.items():
+            if name in models:
+                raise ConfigError(
+                    f"{where}: suites.{sname}.variants.{name}: a model of that name exists "
+                    f"(in {files.get(f'models.{name}', str(path))}); give the variant its own name"
+                )
+            if not isinstance(body, dict) or "base" not in body:
+                raise ConfigError(
+                    f"{where}: suites.{sname}.variants.{name}: expected a mapping with "
+                    "base: <model> and the values it changes"
+                )
+            models[name] = body
+            files[f"models.{name}"] = where
+            listed = suite.setdefault("models", [])
+            if isinstance(listed, list) and name not in listed:
+                listed.append(name)
+    done: dict[str, dict] = {}
+
+    def expand(name: str, chain: tuple[str, ...]) -> dict:
+        if name in done:
+            return done[name]
+        entry = models[name]
+        if not isinstance(entry, dict) or "base" not in entry:
+            done[name] = entry
+            return entry
+        base = entry["base"]
+        where = files.get(f"models.{name}", str(path))
+        if not isinstance(base, str) or base not in models:
+            raise ConfigError(
+                f"{where}: models.{name}.base: {base!r} is not a model (known: "
+                f"{', '.join(sorted(n for n in models if n != name))})"
+            )
+        if base in chain:
+            loop = " -> ".join((*chain[chain.index(base) :], base))
+            raise ConfigError(f"{where}: models.{name}.base: the bases form a cycle "
+                              f"({loop}); one of them must name a family")  # fmt: skip
+        parent = expand(base, (*chain, base))
+        merged = {k: v for k, v in parent.items() if k != "base"}
+        for key, value in entry.items():
+            if key in VARIANT_MERGED and isinstance(value, dict):
+                own = dict(merged.get(key) or {})
+                for dataset, values in value.items():
+                    own[dataset] = {**(own.get(dataset) or {}), **(values or {})}
+                merged[key] = own
+            else:
+                merged[key] = value
+        done[name] = merged
+        return merged
+
+    for name in list(models):
+        models[name] = expand(name, (name,))
 
 
 def _expand_all_datasets(params: dict, path: Path) -> None:

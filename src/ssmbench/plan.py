@@ -39,7 +39,7 @@ from pathlib import Path
 
 from ssmbench.config import ConfigError, Job, model_entry, run_settings, suite_grid
 from ssmbench.resources import TrainResources
-from ssmbench.step_costs import StepCosts
+from ssmbench.step_costs import StepCosts, calibrate_command
 
 EPOCH_SOURCES = ("max", "records")
 #: runs a SLURM job holds in a grouped size class, when the profile does not say
@@ -342,7 +342,10 @@ def estimate(
             est.batch_size, est.epochs, int(settings.get("val_interval", 1)),
         )  # fmt: skip
         if est.seconds is None:
-            est.problem = f"no calibration for family {family!r} on {est.machine}"
+            est.problem = (
+                f"not estimated: no calibration for family {family!r} on {est.machine}; "
+                f"measure it with `{calibrate_command(est.machine, device, job.model, params)}`"
+            )
     return Bill(suite, estimates, chosen, _group_components())
 
 

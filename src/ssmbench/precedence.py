@@ -80,8 +80,9 @@ TRAINING_KEYS = (PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS) - set(EXECUTION_KEYS) - {
 DEFAULT_SEED_ORIGIN = "default (seed_base 0)"
 #: Keys of a benchmark's entry that are not settings: its dataset list and per-dataset places.
 _BENCHMARK_NOT_SETTINGS = ("datasets", "dataset_overrides")
-#: Keys of a model's entry that are not hyperparameters: its per-dataset places.
-_MODEL_NOT_PARAMS = ("dataset_settings", "dataset_params")
+#: Keys of a model's entry that are not hyperparameters: its per-dataset places, and the
+#: model a variant derives from.
+_MODEL_NOT_PARAMS = ("dataset_settings", "dataset_params", "base")
 
 
 @dataclass(frozen=True)
@@ -206,6 +207,12 @@ def resolve_model_params(
     if dataset is not None:
         _apply(values, origins, _get(entry, "dataset_params", dataset),
                f"models.{model}.dataset_params.{dataset}")  # fmt: skip
+    base = entry.get("base")
+    if base in params["models"]:  # a variant: a value its base gives is the base's
+        inherited, places = resolve_model_params(params, base, dataset)
+        for key, place in places.items():
+            if key in values and values[key] == inherited.get(key):
+                origins[key] = place
     if tuned is not None:
         _apply(values, origins, tuned.model_params, tuned.file)
     return values, dict(sorted(origins.items()))

@@ -22,7 +22,9 @@ overhead: kernel launches, Python), and proportional to the work above the large
 gain in efficiency assumed beyond what was measured). A family with no point on the
 machine has no figure (``None``): the caller says so rather than guessing.
 
-``benchmarks/calibrate.py`` measures a machine and writes its rows here.
+``benchmarks/calibrate.py`` measures a machine and writes its rows into the project's own
+table (params.yaml ``paths.calibration``), never into the package's: ``tables`` reads the
+two, the project's rows of a (machine, family) replacing the package's.
 """
 
 from __future__ import annotations
@@ -189,6 +191,21 @@ def interpolate(points: list[tuple[float, float]], work: float) -> float:
     raise AssertionError("unreachable: work lies between the first and last points")
 
 
+def tables(params: dict) -> list[Path]:
+    """The calibration tables ``ssmbench plan`` reads: the package's, then the project's
+    (params.yaml ``paths.calibration``) where it exists."""
+    own = (params.get("paths") or {}).get("calibration")
+    return [TABLE, *([Path(own)] if own and Path(own).is_file() else [])]
+
+
+def calibrate_command(machine: str, device: str, model: str, params: dict) -> str:
+    """The command that measures ``model``'s family on ``machine`` into the project's table."""
+    table = (params.get("paths") or {}).get("calibration") or "calibration/step_seconds.csv"
+    flags = f" --device {device}" if device != "cpu" else ""
+    return (f"python benchmarks/calibrate.py --machine {machine}{flags} --models {model} "
+            f"--table {table}")  # fmt: skip
+
+
 class StepCosts:
     """The table, by machine and family (see the module docstring)."""
 
@@ -199,8 +216,15 @@ class StepCosts:
             self._by.setdefault((p.machine, p.family), []).append(p)
 
     @classmethod
-    def load(cls, path: str | Path = TABLE) -> StepCosts:
-        return cls(read_table(path))
+    def load(cls, *paths: str | Path) -> StepCosts:
+        """The tables at ``paths`` (default: the package's) as one: where a later table
+        has rows of a (machine, family), they replace the earlier tables' rows of it."""
+        merged: list[Point] = []
+        for path in paths or (TABLE,):
+            rows = read_table(path)
+            replaced = {(p.machine, p.family) for p in rows}
+            merged = [p for p in merged if (p.machine, p.family) not in replaced] + rows
+        return cls(merged)
 
     def machines(self) -> dict[str, str]:
         """machine -> its device, in the table's order."""

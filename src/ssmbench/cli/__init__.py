@@ -1,6 +1,8 @@
 """`ssmbench` command line: what the Snakemake rules and DVC stages call.
 
     ssmbench check                      validate params.yaml, print the suite's grid size
+    ssmbench check-model FAMILY [--set KEY=VALUE ...]
+                                        the model contract on a family (package.module:Class)
     ssmbench grid                       list the suite's jobs
     ssmbench fetch   --benchmark B --dataset D [--force]
     ssmbench prepare --benchmark B --dataset D
@@ -14,8 +16,9 @@
     ssmbench plan    [--suite S] [--epochs max|records] [--cpu-machine M] [--gpu-machine M]
                      [--check [DIR]]
 
-Every command but `datasets` reads params.yaml (--params) and the suite (--suite, default:
-params.yaml's `suite`); `datasets` prints the dataset catalog and reads no config.
+Every command but `datasets` and `check-model` reads params.yaml (--params) and the suite
+(--suite, default: params.yaml's `suite`); `datasets` prints the dataset catalog and
+`check-model` runs the model contract on a class; neither reads the config.
 Errors in the inputs exit with status 2 and one message naming what is wrong.
 --benchmark, --dataset, --model and --suite are names, never paths (ssmbench.data.names),
 and must be entries of params.yaml; `train --record` may only name the run's own record
@@ -35,6 +38,7 @@ import sys
 
 from ssmbench.cli import (
     check,
+    check_model,
     complexity,
     data,
     datasets,
@@ -52,7 +56,10 @@ __all__ = ["build_parser", "main"]
 
 #: The command modules, in the order `ssmbench --help` lists their commands. Each one's
 #: ``add_parser(sub)`` adds its commands' parsers, whose ``func`` is the command.
-COMMANDS = (check, data, train, tune, report, complexity, datasets, explain, status, plan, locked)
+COMMANDS = (
+    check, check_model, data, train, tune, report, complexity, datasets, explain, status, plan,
+    locked,
+)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:

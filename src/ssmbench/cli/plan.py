@@ -23,7 +23,8 @@ def add_parser(sub) -> None:
     )  # fmt: skip
     p.add_argument("--cpu-machine", help="the calibration table's CPU machine for CPU runs")
     p.add_argument("--gpu-machine", help="the calibration table's GPU machine for GPU runs")
-    p.add_argument("--table", help="another calibration table (default: the package's)")
+    p.add_argument("--table", help="another calibration table (default: the package's and "
+                   "the project's, params.yaml paths.calibration)")  # fmt: skip
     p.add_argument(
         "--check", nargs="?", const="", default=None, metavar="DIR",
         help="also the estimate beside the measured train_seconds of existing records: the "
@@ -37,10 +38,10 @@ def cmd_plan(args) -> int:
     CPU- and GPU-hours per size class and model, the runs over their runtime; --check:
     the estimate beside the measured training time of existing records."""
     from ssmbench.plan import estimate, estimate_error, format_bill, format_error
-    from ssmbench.step_costs import TABLE, StepCosts
+    from ssmbench.step_costs import StepCosts, tables
 
     params = load(args)
-    costs = StepCosts.load(args.table or TABLE)
+    costs = StepCosts.load(*([args.table] if args.table else tables(params)))
     bill = estimate(params, costs, cpu_machine=args.cpu_machine, gpu_machine=args.gpu_machine,
                     epochs_from=args.epochs)  # fmt: skip
     print(format_bill(bill, params))

@@ -1,0 +1,1 @@
+"""A researcher's own models, benchmarked by ssmbench without being part of it."""
