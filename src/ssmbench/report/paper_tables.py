@@ -91,8 +91,8 @@ def per_dataset_table(
     regression: bool = False,
 ) -> pd.DataFrame:
     """Tables 3 (MONSTER) and 5 (UEA): one row per dataset, then ``Average`` and
-    ``Average rank``; per model ``{model} (ours)`` and ``{model} (paper)``, each
-    ``"error ± std"``. The paper's average and rank are over the datasets we ran that
+    ``Average rank``; per model ``{model} (ours)`` and, where the paper has a figure of
+    the model on one of the table's datasets, ``{model} (paper)``, each ``"error ± std"``. The paper's average and rank are over the datasets we ran that
     model on (ranks among our models that the paper has: ``(of k)`` when fewer than
     ours), so that both sit on the same datasets; ``(n=k)`` when that is fewer than the
     table's datasets. ``regression``: the figure is the test MSE,
@@ -107,10 +107,11 @@ def per_dataset_table(
     metric = " MSE" if regression else ""
     frames = {OURS: ours, PAPER: compared if not ours.empty else paper}
     table: dict[str, list[str]] = {"Dataset": [*datasets, AVERAGE_LABEL, RANK_LABEL]}
+    published = set(paper.loc[paper["dataset"].isin(datasets), "model"]) if len(paper) else set()
     for model in models:
         for source in _sources(ours):
-            if source == PAPER and paper.empty:
-                continue  # the paper has no figures for this benchmark: no empty columns
+            if source == PAPER and model not in published:
+                continue  # no published figure for the model here: no empty column
             frame = frames[source]
             cells = frame[frame["model"] == model].set_index("dataset")
             column = [
