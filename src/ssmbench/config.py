@@ -358,9 +358,12 @@ def check_suite_sources(params: dict, suite: str | None = None) -> None:
 
     problems = []
     for bench, dataset in suite_datasets(params, suite):
-        settings = benchmark_settings(params, bench, suite, dataset)
+        settings, origins = resolve_settings(params, bench, dataset, None, suite)
         try:
-            check_available(dataset, Path(params["paths"]["raw"]) / bench, settings)
+            try:
+                check_available(dataset, Path(params["paths"]["raw"]) / bench, settings)
+            except DataError as exc:
+                raise DataError(f"{exc}{_source_origins(str(exc), settings, origins)}") from exc
             if settings["source"] in DERIVED_SOURCES:  # derived: its base must be available
                 base_bench, base = derived_base(dataset, settings)
                 if base_bench not in params["benchmarks"]:
@@ -387,6 +390,18 @@ def check_suite_sources(params: dict, suite: str | None = None) -> None:
             + "\n  ".join(stopped)
             + "\nSet protocol.val_split_fallback to shuffle or per_class, or leave them out."
         )
+
+
+def _source_origins(text: str, settings: dict, origins: dict[str, str]) -> str:
+    """Where the settings that an error about a dataset's data names were set
+    (``archive_dir``, ``local_dir``...: its source's content keys in ``text``): the key to
+    fix, as ``ssmbench explain`` shows it."""
+    from ssmbench.data.source_registry import SOURCES
+
+    source = SOURCES.get(settings.get("source"))
+    keys = [k for k in (source.content_keys if source else ()) if k in origins and k in text]
+    where = [f"{origins[k]}.{k}" for k in keys if settings.get(k) is not None]
+    return f" (set by {', '.join(where)})" if where else ""
 
 
 def validation_fallbacks(params: dict, suite: str | None = None) -> list[tuple[str, str, str, str]]:

@@ -69,6 +69,7 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "benchmarks.*.batch_fraction": ("ssmbench.train.batch_order:batch_size_for",),
     "benchmarks.*.dataset_overrides.*.batch_size": ("ssmbench.train.batch_order:batch_size_for",),
     "benchmarks.*.dataset_overrides.*.max_epochs": ("ssmbench.train.protocol:_DeepTraining",),
+    "benchmarks.*.dataset_overrides.*.archive_dir": ("ssmbench.data.source_uea",),
     "benchmarks.*.dataset_overrides": ("ssmbench.precedence:settings_places",),
     "benchmarks.*.datasets": ("ssmbench.config:known_datasets",),
     "benchmarks.*.generator": ("ssmbench.data.source_synthetic:check_recipe",),

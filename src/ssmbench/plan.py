@@ -1,14 +1,17 @@
 """`ssmbench plan`: what a suite will cost, before anything is submitted.
 
 For every run of the suite's grid (and every trial of the searches it runs first), an
-estimate of its wall time, from the files alone (no dataset is opened)::
+estimate of its wall time, from the files alone (no dataset's arrays are opened: a
+prepared folder's meta.json, or X.npy's header, only for a dataset the catalog lacks)::
 
     seconds = epochs x (ceil(n_train / B) x step_s(B)
                         + [epoch validated] x ceil(n_val / B) x eval_s(B))
               + ceil(n_test / B) x eval_s(B)
 
-* ``n_train``, ``n_val``, ``n_test``: the dataset's catalog size (``ssmbench.data.catalog``)
-  split by its benchmark's rule (``row_counts``); ``B``: the run's batch size
+* ``n_train``, ``n_val``, ``n_test``: the dataset's size, from the catalog
+  (``ssmbench.data.catalog``) or, for a dataset it lacks, the prepared folder's meta.json
+  or X.npy header (``ssmbench.data.sizes``; neither: not estimated, with the command that
+  prepares it), split by its benchmark's rule (``row_counts``); ``B``: the run's batch size
   (``train.splits.batch_size_for``).
 * ``epochs``: ``max_epochs`` (``epochs="max"``, the default: early stopping ignored, an
   upper bound), or the median epochs run by the benchmark's records of the same model
@@ -95,31 +98,41 @@ class Bill:
 # ----------------------------------------------------------------------------- rows
 
 
-def _catalog_entry(params: dict, benchmark: str, dataset: str):
-    """The catalog's entry of ``benchmark``/``dataset``, or of the benchmark's ``source``;
-    a benchmark params.yaml does not define (a record's under ``plan --check DIR``) is
-    looked up under its own name alone."""
-    from ssmbench.data.catalog import catalog
+def _size(params: dict, benchmark: str, dataset: str, suite: str | None = None):
+    """What is known of ``benchmark``/``dataset``'s size (``ssmbench.data.sizes``): its
+    catalog row (under the benchmark, else the benchmark's ``source``; a benchmark
+    params.yaml does not define, a record's under ``plan --check DIR``, under its own name
+    alone), else its prepared folder's meta.json or X.npy header. Raises ConfigError
+    saying it is not known, and the command that prepares it."""
+    from ssmbench.data.errors import DataError
+    from ssmbench.data.sizes import dataset_size, unknown_size
 
     source = (params["benchmarks"].get(benchmark) or {}).get("source", benchmark)
-    entries = {(e.benchmark, e.name): e for e in catalog()}
-    return entries.get((benchmark, dataset)) or entries.get((source, dataset))
+    prepared = params["paths"]["prepared"]
+    try:
+        size = dataset_size(prepared, benchmark, dataset, source)
+    except DataError as exc:
+        raise ConfigError(f"{benchmark}/{dataset}: {exc}") from None
+    if size is None:
+        raise ConfigError(unknown_size(prepared, benchmark, dataset, suite or params["suite"]))
+    return size
 
 
-def row_counts(params: dict, job: Job, settings: dict) -> tuple[int, int, int]:
-    """(n_train, n_val, n_test) of a run, from the catalog and its benchmark's split rule:
-    UEA (and its drop-rate variants) the archive's TRAIN/TEST with ``val_fraction`` of
-    TRAIN for validation; UEA-6 the ``split.fractions`` of the pooled rows
-    (``data.uea6.seed_splits``, duplicates not removed); MONSTER its 5 given folds (a
-    fifth tested) with ``val_fraction`` of the rest; Physiome-ODE 70/20/10; the synthetic
-    sets their generator's sizes. Raises ConfigError where the catalog does
-    not know the dataset's size."""
+def row_counts(
+    params: dict, job: Job, settings: dict, suite: str | None = None
+) -> tuple[int, int, int]:
+    """(n_train, n_val, n_test) of a run, from its dataset's size (``_size``: the catalog,
+    else the prepared folder) and its benchmark's split rule: UEA (and its drop-rate
+    variants) the archive's TRAIN/TEST with ``val_fraction`` of TRAIN for validation;
+    UEA-6 the ``split.fractions`` of the pooled rows (``data.uea6.seed_splits``,
+    duplicates not removed); MONSTER its 5 given folds (a fifth tested) with
+    ``val_fraction`` of the rest; Physiome-ODE 70/20/10; the synthetic sets their
+    generator's sizes. Raises ConfigError where the dataset's size is not known."""
     from ssmbench.data.catalog import UEA_DATASETS
 
     bench = params["benchmarks"][job.benchmark]
     source = bench.get("source", job.benchmark)
     val_fraction = float(settings.get("val_fraction", 0.1))
-    entry = _catalog_entry(params, job.benchmark, job.dataset)
     if source in ("uea", "uea_drop"):
         base = UEA_DATASETS.get(job.dataset) or UEA_DATASETS.get(job.dataset.removesuffix("Drop"))
         if base and base.get("n_train") and base.get("n_test"):
@@ -131,12 +144,16 @@ def row_counts(params: dict, job: Job, settings: dict) -> tuple[int, int, int]:
             n_val = max(1, round(val_fraction * gen["n_train"]))
             n_test = int(gen.get("n_test_per_dt", 0)) * len(gen.get("test_dts") or [1])
             return int(gen["n_train"]) - n_val, n_val, n_test
-    if entry is None or entry.N is None:
+    size = _size(params, job.benchmark, job.dataset, suite)
+    if source == "uea" and size.n_train and size.n_test:  # a prepared set's own split
+        n_val = max(1, round(val_fraction * size.n_train))
+        return size.n_train - n_val, n_val, size.n_test
+    if size.N is None:
         raise ConfigError(
-            f"{job.benchmark}/{job.dataset}: the catalog (ssmbench.data.catalog) does not "
-            "know its number of rows, so no estimate can be made"
+            f"{job.benchmark}/{job.dataset}: neither the catalog (ssmbench.data.catalog) nor "
+            "its prepared meta.json knows its number of rows, so no estimate can be made"
         )
-    N = int(entry.N)
+    N = int(size.N)
     if source == "physiome":
         N = int((settings.get("generator") or {}).get("n_instances") or N)
         n_val, n_test = round(0.2 * N), round(0.1 * N)
@@ -160,8 +177,9 @@ def row_counts(params: dict, job: Job, settings: dict) -> tuple[int, int, int]:
 class _Work:
     """Forward MMac per row of (model, dataset), computed once each (meta device)."""
 
-    def __init__(self, params: dict):
+    def __init__(self, params: dict, suite: str | None = None):
         self.params = params
+        self.suite = suite
         self._cache: dict[tuple[str, str], tuple[float | None, int, int]] = {}
 
     def of(self, job: Job) -> tuple[float | None, int, int]:
@@ -175,18 +193,18 @@ class _Work:
         from ssmbench.complexity import mmac
         from ssmbench.models import build_model, family_is_estimator, supports_per_step
 
-        entry = _catalog_entry(self.params, job.benchmark, job.dataset)
-        if entry is None or None in (entry.C, entry.L):
+        size = _size(self.params, job.benchmark, job.dataset, self.suite)
+        if None in (size.C, size.L):
             raise ConfigError(
-                f"{job.benchmark}/{job.dataset}: the catalog does not know its channels and "
-                "length, so its model's cost cannot be computed"
+                f"{job.benchmark}/{job.dataset}: neither the catalog nor its prepared data "
+                "know its channels and length, so its model's cost cannot be computed"
             )
-        C, L = int(entry.C), int(entry.L)
+        C, L = int(size.C), int(size.L)
         model_params = model_entry(self.params, job.model, job.dataset)
         if family_is_estimator(model_params["family"]):
             return None, C, L
-        regression = entry.task == "regression"
-        K = C if regression else int(entry.n_classes or 2)
+        regression = size.task == "regression"
+        K = C if regression else int(size.n_classes or 2)
         per_step = regression and supports_per_step(model_params)
         try:
             model = build_model(job.model, C, K, L, model_params, per_step=per_step)
@@ -299,7 +317,7 @@ def estimate(
         "cuda": gpu_machine or next((m for m, d in machines.items() if d == "cuda"), None),
     }
     resources = TrainResources(params)
-    work = _Work(params)
+    work = _Work(params, suite)
     from_records = _records_epochs(params, suite) if epochs_from == "records" else {}
     runs = [(job, "train", None) for job in suite_grid(params, suite)]
     for job in suite_searches(params, suite):
@@ -323,7 +341,7 @@ def estimate(
             est.trials = int(search["n_trials"])
         family = params["models"][job.model]["family"]
         try:
-            est.n_train, est.n_val, est.n_test = row_counts(params, job, settings)
+            est.n_train, est.n_val, est.n_test = row_counts(params, job, settings, suite)
             mmac_row, C, L = work.of(job)
         except ConfigError as exc:
             est.problem = str(exc)
@@ -556,15 +574,20 @@ def estimate_error(
             continue
         name = f"{r['benchmark']}/{r['dataset']}/{r['model']}/fold{r['fold']}"
         mmac_row = r.get("mmac_full")
-        C = L = 0
+        C = L = None
         if mmac_row is None and params is not None:  # a fitted model: work in values
-            entry = _catalog_entry(params, r["benchmark"], r["dataset"])
-            C, L = (entry.C or 0, entry.L or 0) if entry else (0, 0)
+            try:
+                size = _size(params, r["benchmark"], r["dataset"])
+                C, L = size.C, size.L
+            except ConfigError:
+                pass  # not known: not estimated, as below
         n_train, n_val = int(r.get("n_train") or 0), int(r.get("n_val") or 0)
-        est = run_seconds(
-            costs, machine, r["family"], mmac_row, C, L, n_train, n_val, 0,
-            int(r.get("batch_size") or 1), int(r["epochs_run"]),
-        )  # fmt: skip
+        est = None
+        if mmac_row is not None or None not in (C, L):
+            est = run_seconds(
+                costs, machine, r["family"], mmac_row, C or 0, L or 0, n_train, n_val, 0,
+                int(r.get("batch_size") or 1), int(r["epochs_run"]),
+            )  # fmt: skip
         checks.append(Check(name, machine, int(r["epochs_run"]), float(r["train_seconds"]), est))
     return checks
 

@@ -2,7 +2,9 @@
 
 A run's dataset falls in a size class by its catalog size N x C x L (known before any
 download, so no dataset file is opened): the first class whose ``max_values`` it does not
-exceed; a dataset of unknown size takes the last class. A run's resources are then
+exceed. A dataset the catalog lacks (one's own) takes its size from its prepared folder
+once it is prepared (``ssmbench.data.sizes``: meta.json, or X.npy's header); one of
+unknown size takes the last class. A run's resources are then
 ``default`` <- ``sizes[class]`` <- ``models[model]`` <- ``models[model].sizes[class]``
 (last wins). A retried job asks for more: attempt x ``mem_mb`` and ``runtime``. Runs of a
 size class with ``group: true`` share SLURM jobs (group ``train_<class>``).
@@ -46,14 +48,27 @@ def catalog_values() -> dict[tuple[str, str], int | None]:
     }
 
 
-def catalog_size(benchmarks: dict, benchmark: str, dataset: str) -> int | None:
+def catalog_size(
+    benchmarks: dict, benchmark: str, dataset: str, prepared: str | None = None
+) -> int | None:
     """A dataset's catalog N x C x L; None where unknown (or not in the catalog). The
     catalog knows a dataset under its benchmark (physiome_ode's 50) or under its source
     (a derived benchmark's, e.g. uea_drop's, by the source's name); ``benchmarks`` is
-    params.yaml's ``benchmarks``."""
+    params.yaml's ``benchmarks``. With ``prepared`` (``paths.prepared``), a dataset the
+    catalog lacks is sized by its prepared folder where there is one."""
     source = benchmarks[benchmark].get("source", benchmark)
     sizes = catalog_values()
-    return sizes.get((benchmark, dataset), sizes.get((source, dataset)))
+    known = (benchmark, dataset) in sizes or (source, dataset) in sizes
+    if known or prepared is None:
+        return sizes.get((benchmark, dataset), sizes.get((source, dataset)))
+    from ssmbench.data.errors import DataError
+    from ssmbench.data.sizes import prepared_size
+
+    try:
+        size = prepared_size(f"{prepared}/{benchmark}/{dataset}")
+    except DataError:
+        return None  # an unreadable meta.json: the prepare step's to report
+    return size.N * size.C * size.L if size is not None and size.shape_known else None
 
 
 def check_train_resources(params: dict) -> None:
@@ -90,12 +105,14 @@ class TrainResources:
         check_train_resources(params)
         self._train = params["resources"]["train"]
         self._benchmarks = params["benchmarks"]
+        self._prepared = (params.get("paths") or {}).get("prepared")
         self.size_classes = list(self._train["sizes"])
         self._resolved: dict[tuple[str, str, str], dict] = {}
 
     def values(self, benchmark: str, dataset: str) -> int | None:
-        """The dataset's catalog N x C x L; None where unknown (or not in the catalog)."""
-        return catalog_size(self._benchmarks, benchmark, dataset)
+        """The dataset's N x C x L: the catalog's, else its prepared folder's; None where
+        neither knows it."""
+        return catalog_size(self._benchmarks, benchmark, dataset, self._prepared)
 
     def size_class(self, benchmark: str, dataset: str) -> str:
         """The first class whose max_values the dataset's catalog N x C x L does not

@@ -191,7 +191,8 @@ def data_recipe(wildcards):
     """The settings a dataset's content depends on (generator, drop rates, revision...):
     changing them re-prepares it (Snakemake reruns a job whose params changed)."""
     known(wildcards)
-    return data_settings(benchmark_settings(config, wildcards.benchmark, None, wildcards.dataset))
+    settings = benchmark_settings(config, wildcards.benchmark, None, wildcards.dataset)
+    return data_settings(settings, wildcards.dataset)
 
 
 def prepare_inputs(wildcards):

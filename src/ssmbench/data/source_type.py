@@ -25,6 +25,9 @@ class Source:
     * ``content_keys``: the settings the prepared content depends on, where it comes from
       included (``archive_dir``, ``local_dir``, ``revision``) (``data_settings``: changing
       one fetches and prepares the dataset again).
+    * ``content_values(name, settings) -> dict``: the values of ``content_keys`` for one
+      dataset where they are not the settings' own (``uea``: the folder of an
+      ``archive_dir`` list that holds it); None: the settings' own.
     * ``fetch(name, raw_dir, settings, force) -> dict``: put the raw files under
       ``<raw_dir>/<name>/`` and return their provenance (``force``: fetch again even when
       the copy matches its provenance).
@@ -48,6 +51,7 @@ class Source:
 
     prepare: Callable[[str, Path, Path, dict], Path]
     content_keys: tuple[str, ...]
+    content_values: Callable[[str, dict], dict] | None = None
     fetch: Callable[[str, Path, dict, bool], dict] | None = None
     recipe: Callable[[str, dict], dict] | None = None
     locate: Callable[[str, dict], None] | None = None

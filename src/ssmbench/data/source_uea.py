@@ -1,6 +1,6 @@
-"""The ``uea`` source: the UEA archive from a local archive folder (``archive_dir``), aeon's
-bundled sets, or a download (``download``). ``uea.py`` fetches, ``uea_prepare.py``
-prepares."""
+"""The ``uea`` source: the UEA archive from a local archive folder (``archive_dir``: one
+folder, or a list searched in order), aeon's bundled sets, or a download (``download``).
+``uea.py`` fetches, ``uea_prepare.py`` prepares."""
 
 from __future__ import annotations
 
@@ -56,11 +56,26 @@ def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
     return None if prov is None else origin_problem(name, prov, settings.get("archive_dir"))[0]
 
 
+def content_values(name: str, settings: dict) -> dict:
+    """``archive_dir`` as the folder ``name`` is read from (``uea.archive_root``): a list's
+    other folders are not where it comes from. A single folder stays as written; a list
+    none of whose folders holds it (a copy fetched from one that is gone, or none: the
+    pre-flight check names it) stays the list."""
+    from ssmbench.data.uea import archive_root
+
+    archive_dir = settings.get("archive_dir")
+    if not isinstance(archive_dir, list):
+        return {}
+    root = archive_root(name, archive_dir)
+    return {} if root is None else {"archive_dir": str(root)}
+
+
 # archive_dir is where the data come from: pointing it elsewhere fetches and prepares
 # again (download only says whether downloading is allowed)
 SOURCE = Source(
     prepare=prepare,
     content_keys=("normalise", "archive_dir"),
+    content_values=content_values,
     fetch=fetch,
     locate=locate,
     source_files=source_files,

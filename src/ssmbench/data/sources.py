@@ -194,10 +194,15 @@ def check_available(name: str, raw_dir: str | Path, settings: dict) -> None:
         source.locate(name, settings)
 
 
-def data_settings(settings: dict) -> str:
-    """The settings a dataset's content depends on (its source's ``content_keys``, where
-    it comes from included: ``archive_dir``, ``local_dir``, ``revision``), as stable JSON:
-    the workflow passes it to fetch/prepare as a rule param, so changing them fetches and
-    prepares the dataset again."""
-    keys = SOURCES[_source(settings)].content_keys
-    return json.dumps({k: settings.get(k) for k in keys}, sort_keys=True)
+def data_settings(settings: dict, name: str | None = None) -> str:
+    """The settings dataset ``name``'s content depends on (its source's ``content_keys``,
+    where it comes from included: ``archive_dir``, ``local_dir``, ``revision``), as stable
+    JSON: the workflow passes it to fetch/prepare as a rule param, so changing them fetches
+    and prepares the dataset again. With ``name``, a source's ``content_values`` give the
+    values for that dataset (UEA: the one folder of an ``archive_dir`` list it is read
+    from, so a folder added to the list that does not hold it changes nothing)."""
+    source = SOURCES[_source(settings)]
+    values = {k: settings.get(k) for k in source.content_keys}
+    if name is not None and source.content_values is not None:
+        values.update(source.content_values(name, settings))
+    return json.dumps(values, sort_keys=True)

@@ -7,8 +7,11 @@ the prepared format of ``docs/contracts.md`` (the ``.ts`` reader:
 
 Where the files come from, in this order:
 
-1. ``archive_dir`` (params.yaml ``benchmarks.uea.archive_dir``): ``<archive_dir>/<Name>/``,
-   each of the two files either plain or compressed (see below).
+1. ``archive_dir`` (params.yaml ``benchmarks.uea.archive_dir``, or one dataset's
+   ``dataset_overrides.<Name>.archive_dir``): ``<archive_dir>/<Name>/``, each of the two
+   files either plain or compressed (see below). ``archive_dir`` is one folder or a list of
+   folders searched in order: the first that holds ``<Name>/`` is read
+   (:func:`archive_root`), and ``provenance.json`` records it (``archive_dir``).
 2. The copy aeon ships inside its wheel (``aeon/datasets/data/<Name>/``: BasicMotions and
    JapaneseVowels).
 3. If ``download``: aeon's downloader, ``aeon.datasets.load_classification(name,
@@ -65,12 +68,48 @@ SPLITS = ("TRAIN", "TEST")
 ZENODO_RECORD_URL = "https://zenodo.org/records/{}"
 #: the names a file of archive_dir may have, first found wins (the module docstring)
 ARCHIVE_SUFFIXES = ("", *SUFFIXES)
+#: ``archive_dir``: unset, one folder, or folders searched in order (:func:`archive_root`)
+ArchiveDir = str | os.PathLike | list[str] | None
 
 
 # --------------------------------------------------------------------------- helpers
 # --------------------------------------------------------------------------- helpers
 def file_names(name: str) -> dict[str, str]:
     return {split: f"{name}_{split}.ts" for split in SPLITS}
+
+
+def archive_dirs(archive_dir: ArchiveDir) -> list[Path]:
+    """The folders of ``archive_dir`` in search order: none (null), one (a string), or
+    the list's. Anything else is a DataError saying what the setting takes (params.yaml's
+    schema refuses it first; this holds for a caller of the functions here too)."""
+    if archive_dir is None:
+        return []
+    if isinstance(archive_dir, str | os.PathLike):
+        return [Path(archive_dir)]
+    if (
+        isinstance(archive_dir, list | tuple)
+        and archive_dir
+        and all(isinstance(d, str | os.PathLike) for d in archive_dir)
+    ):
+        return [Path(d) for d in archive_dir]
+    raise DataError(
+        f"archive_dir is {archive_dir!r}: give a folder (a string), or a non-empty list of "
+        "folders (strings) searched in order, or null"
+    )
+
+
+def archive_root(name: str, archive_dir: ArchiveDir) -> Path | None:
+    """The folder of ``archive_dir`` that ``name`` is read from: the first that holds
+    ``<name>/``; a single folder is that folder whether it holds it or not (the fetch then
+    names the files it lacks). None: unset, or no folder of the list holds ``<name>/``.
+
+    This folder, not the whole list, is where the data come from: the content key of
+    ``source_uea`` and the ``archive_dir`` of ``provenance.json``, so a folder added to the
+    list that does not hold ``<name>/`` changes nothing of ``name``'s."""
+    dirs = archive_dirs(archive_dir)
+    if len(dirs) == 1:
+        return dirs[0]
+    return next((root for root in dirs if (root / name).is_dir()), None)
 
 
 def _expected_sums(root: Path, name: str) -> tuple[dict[str, str], str | None]:
@@ -235,15 +274,14 @@ def _decompress_verified(
 
 
 # --------------------------------------------------------------------------- fetch
-def origin_problem(
-    name: str, prov: dict, archive_dir: str | os.PathLike | None
-) -> tuple[str | None, dict]:
+def origin_problem(name: str, prov: dict, archive_dir: ArchiveDir) -> tuple[str | None, dict]:
     """Why the raw copy recorded by ``prov`` no longer stands for where ``fetch_uea`` takes
     ``name`` from, or None; and the source stamps now (to record when only they changed:
     ``provenance.source_change``). With ``archive_dir`` set: the copy came from another
-    folder or source, or a file of ``<archive_dir>/<name>/`` is another file (a plain
-    ``.ts`` put beside the ``.ts.xz`` read before) or holds other bytes than at the fetch
-    (same path). Unset: the copy came from an ``archive_dir``."""
+    folder or source than :func:`archive_root` names (a list whose folders no longer hold
+    ``<name>/`` keeps a copy made from one of them), or a file of the folder is another
+    file (a plain ``.ts`` put beside the ``.ts.xz`` read before) or holds other bytes than
+    at the fetch (same path). Unset: the copy came from an ``archive_dir``."""
     stamps = prov.get(ORIGIN) or {}
     source, url = prov.get("source"), prov.get("source_url")
     if archive_dir is None:
@@ -254,11 +292,23 @@ def origin_problem(
                 {},
             )
         return None, stamps
-    src_dir = Path(archive_dir) / name
+    root = archive_root(name, archive_dir)
+    if root is None:
+        # no folder of the list holds it now: the copy stands if it came from one of them
+        # (its source is gone, as a single folder's files may be: source_change)
+        listed = {str((d / name).resolve()) for d in archive_dirs(archive_dir)}
+        if source == "archive_dir" and url in listed:
+            return None, stamps
+        return (
+            f"benchmarks.uea.archive_dir is {_shown(archive_dir)}, and no folder of it holds "
+            f"{name}/, but the raw copy came from {source} {url}",
+            {},
+        )
+    src_dir = root / name
     if source != "archive_dir" or url != str(src_dir.resolve()):
         return (
-            f"benchmarks.uea.archive_dir is {archive_dir} ({src_dir.resolve()}), but the raw "
-            f"copy came from {source} {url}",
+            f"benchmarks.uea.archive_dir is {_shown(archive_dir)} ({src_dir.resolve()}), but "
+            f"the raw copy came from {source} {url}",
             {},
         )
     decompressed = prov.get("decompressed_from") or {}
@@ -276,18 +326,19 @@ def origin_problem(
     return source_change(files, fetched, stamps)
 
 
-def archive_files(name: str, archive_dir: str | os.PathLike | None) -> list[Path]:
+def archive_files(name: str, archive_dir: ArchiveDir) -> list[Path]:
     """The files of ``<archive_dir>/<name>/`` that a fetch reads (plain or compressed), as
     far as they exist; none without ``archive_dir``."""
-    if archive_dir is None:
+    root = archive_root(name, archive_dir)
+    if root is None:
         return []
-    src_dir = Path(archive_dir) / name
+    src_dir = root / name
     found = (_archive_file(src_dir, fname) for fname in file_names(name).values())
     return [p for p in found if p is not None]
 
 
 def locate_uea(
-    name: str, archive_dir: str | os.PathLike | None = None, download: bool = True
+    name: str, archive_dir: ArchiveDir = None, download: bool = True
 ) -> tuple[str, Path | None]:
     """Where ``fetch_uea`` takes ``name`` from, decided without touching the network:
     ``("archive_dir", folder)``, ``("aeon_bundled", folder)`` or ``("download", None)``.
@@ -297,8 +348,26 @@ def locate_uea(
     a job.
     """
     names = file_names(name)
-    if archive_dir is not None:
-        src_dir = Path(archive_dir) / name
+    dirs = archive_dirs(archive_dir)
+    if dirs:
+        absent = [d for d in dirs if not d.is_dir()]
+        if absent:
+            raise DataError(
+                f"UEA dataset {name}: archive_dir {_shown(archive_dir)} names "
+                f"{' and '.join(str(d) for d in absent)}, which is not a folder (relative "
+                f"paths are taken from {Path.cwd()}). Fix the path, or take it out of "
+                f"archive_dir."
+            )
+        root = archive_root(name, archive_dir)
+        if root is None:
+            raise DataError(
+                f"UEA dataset {name}: no folder of archive_dir {_shown(archive_dir)} holds "
+                f"{name}/. Put its files in one of them (<folder>/{name}/{names['TRAIN']} and "
+                f"{names['TEST']}, plain or compressed as .ts.xz or .ts.gz), add the folder "
+                f"that holds {name}/ to the list, or give this dataset its own: "
+                f"benchmarks.<benchmark>.dataset_overrides.{name}.archive_dir."
+            )
+        src_dir = root / name
         missing = [
             _accepted_names(str(src_dir / f))
             for f in names.values()
@@ -306,10 +375,11 @@ def locate_uea(
         ]
         if missing:
             raise DataError(
-                f"UEA dataset {name}: archive_dir is set to {archive_dir} but "
+                f"UEA dataset {name}: archive_dir is set to {_shown(archive_dir)} but "
                 f"{' and '.join(missing)} does not exist. Put the archive's files there "
                 f"(<archive_dir>/{name}/{name}_TRAIN.ts and _TEST.ts, plain or compressed "
-                f"as .ts.xz or .ts.gz), or set benchmarks.uea.archive_dir: null to use "
+                f"as .ts.xz or .ts.gz), add the folder that holds {name}/ to archive_dir (a "
+                f"list of folders is searched in order), or set archive_dir: null to use "
                 f"aeon's copy or download."
             )
         return "archive_dir", src_dir
@@ -326,10 +396,18 @@ def locate_uea(
     )
 
 
+def _shown(archive_dir: ArchiveDir) -> str:
+    """``archive_dir`` as params.yaml spells it: a folder, or the list of them."""
+    dirs = archive_dirs(archive_dir)
+    if isinstance(archive_dir, str | os.PathLike):
+        return str(archive_dir)
+    return "[" + ", ".join(str(d) for d in dirs) + "]"
+
+
 def fetch_uea(
     name: str,
     raw_dir: str | os.PathLike,
-    archive_dir: str | os.PathLike | None = None,
+    archive_dir: ArchiveDir = None,
     download: bool = True,
     force: bool = False,
     *,
@@ -354,7 +432,7 @@ def fetch_uea(
     dest = raw_dir / name
     names = file_names(name)
 
-    archive = Path(archive_dir) if archive_dir is not None else None
+    archive = archive_root(name, archive_dir)
     archive_sums: dict[str, str] = {}
     if archive is not None:
         archive_sums, _ = _expected_sums(archive, name)
@@ -365,7 +443,7 @@ def fetch_uea(
         if prov is not None and all(
             prov["raw_files"].get(f"{name}/{f}") == s for f, s in archive_sums.items()
         ):
-            because, stamps = origin_problem(name, prov, archive)
+            because, stamps = origin_problem(name, prov, archive_dir)
             if because is None:
                 if stamps != (prov.get(ORIGIN) or {}):
                     # touched, not changed: record the stamps, so the next check reads nothing
@@ -375,9 +453,9 @@ def fetch_uea(
 
     workdir: Path | None = None
     try:
-        source, src_dir = locate_uea(name, archive, download)
+        source, src_dir = locate_uea(name, archive_dir, download)
         if source == "archive_dir":
-            root, source_url = archive, str(src_dir.resolve())
+            root, source_url = src_dir.parent, str(src_dir.resolve())
         elif source == "aeon_bundled":
             root = src_dir.parent
             source_url = f"aeon=={_aeon_version()}:aeon/datasets/data/{name}"
@@ -426,6 +504,8 @@ def fetch_uea(
         "aeon_version": _aeon_version(),
         "fetched": utc_now(),
     }
+    if source == "archive_dir":
+        prov["archive_dir"] = str(root)  # the folder of archive_dir it was read from
     if decompressed:
         prov["decompressed_from"] = decompressed
     if stamps:
