@@ -21,6 +21,10 @@ hold_for_snakemake(workflow.is_main_process)
 # gives (file, line, key); `--config` / `--configfile` values from the command line,
 # already in `config`, override the file as they would a configfile.
 _params, _files = read_params_and_files("params.yaml")
+# the suite params.yaml names, before --config overrides it: the one `dvc repro` runs, whose
+# report is DVC's (results/, figures/); any other suite reports into results/suites/<suite>/
+# (ssmbench.report.outputs.report_dirs)
+PARAMS_SUITE = _params.get("suite")
 update_config(_params, config)
 config.update(_params)
 validate_schema(config, source="params.yaml", files=_files)
