@@ -34,7 +34,7 @@ def run(cmd, cwd, env, should_fail=False) -> str:
     return output
 
 
-def test_two_suites_report_side_by_side(tmp_path, shared_uea):
+def test_two_suites_report_side_by_side(tmp_path):
     def two_suites(params):
         params["suite"] = "tiny"
         params["suites"]["mine"] = MINE
