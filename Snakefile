@@ -4,6 +4,7 @@
 #   snakemake --profile slurm                   # on a SLURM cluster (docs/cluster.md)
 from snakemake.utils import min_version, update_config
 
+from ssmbench.dvc_params import check_studies_tracked
 from ssmbench.project_lock import hold_for_snakemake
 from ssmbench.params_file import read_params_and_files, validate_schema
 
@@ -28,6 +29,9 @@ PARAMS_SUITE = _params.get("suite")
 update_config(_params, config)
 config.update(_params)
 validate_schema(config, source="params.yaml", files=_files)
+# dvc.yaml tracks every study file (ssmbench.dvc_params): checked once, by the main process
+if workflow.is_main_process:
+    check_studies_tracked("params.yaml")
 
 
 include: "workflow/rules/common.smk"
