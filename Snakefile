@@ -4,6 +4,7 @@
 #   snakemake --profile slurm                   # on a SLURM cluster (docs/cluster.md)
 from snakemake.utils import min_version, update_config
 
+from ssmbench.dvc_params import check_studies_tracked
 from ssmbench.project_lock import hold_for_snakemake
 from ssmbench.params_file import read_params_and_files, validate_schema
 
@@ -21,9 +22,16 @@ hold_for_snakemake(workflow.is_main_process)
 # gives (file, line, key); `--config` / `--configfile` values from the command line,
 # already in `config`, override the file as they would a configfile.
 _params, _files = read_params_and_files("params.yaml")
+# the suite params.yaml names, before --config overrides it: the one `dvc repro` runs, whose
+# report is DVC's (results/, figures/); any other suite reports into results/suites/<suite>/
+# (ssmbench.report.outputs.report_dirs)
+PARAMS_SUITE = _params.get("suite")
 update_config(_params, config)
 config.update(_params)
 validate_schema(config, source="params.yaml", files=_files)
+# dvc.yaml tracks every study file (ssmbench.dvc_params): checked once, by the main process
+if workflow.is_main_process:
+    check_studies_tracked("params.yaml")
 
 
 include: "workflow/rules/common.smk"

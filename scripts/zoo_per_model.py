@@ -5,8 +5,10 @@
 reads ``RESULTS/metrics.csv`` (one row per run), ``RESULTS/scorecard.csv`` (one row per
 cell ours and the paper both have) and ``RESULTS/tables/selection_optimism.csv`` (the
 diagnostic of what selecting the epoch on the test split would have printed), all written
-by ``ssmbench --suite SUITE report``, and prints one Markdown row per model of the suite,
-in the suite's order, then the row of every compared cell:
+by ``ssmbench --suite SUITE report`` (RESULTS: the suite's report folder by default,
+``results/suites/SUITE`` unless params.yaml names the suite; ``ssmbench.report.outputs
+.report_dirs``), and prints one Markdown row per model of the suite, in the suite's order,
+then the row of every compared cell:
 
     model | sets | runs per cell | agree / compared | mean ours − paper | above / below |
     ours, mean error | if the test split chose the epoch | optimism
@@ -27,6 +29,8 @@ from pathlib import Path
 import pandas as pd
 
 from ssmbench.config import load_params, suite_models
+from ssmbench.params_file import named_suite
+from ssmbench.report.outputs import report_dirs
 from ssmbench.report.scorecard import ALL_MODELS, scorecard_counts
 from ssmbench.report.selection_optimism import MEAN_ROW
 
@@ -93,15 +97,20 @@ def per_model_rows(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", nargs="?", default="results", type=Path)
+    parser.add_argument("results", nargs="?", default=None, type=Path,
+                        help="the report's folder (default: the suite's)")  # fmt: skip
     parser.add_argument("--suite", default="uea10-zoo")
     parser.add_argument("--benchmark", default="uea")
     parser.add_argument("--params", default="params.yaml")
     args = parser.parse_args(argv)
+    params = load_params(args.params, suite=args.suite)
+    results = args.results
+    if results is None:
+        results = report_dirs(params["paths"], args.suite, named_suite(args.params)).results
     files = {
-        "metrics": args.results / "metrics.csv",
-        "scorecard": args.results / "scorecard.csv",
-        "optimism": args.results / "tables" / "selection_optimism.csv",
+        "metrics": results / "metrics.csv",
+        "scorecard": results / "scorecard.csv",
+        "optimism": results / "tables" / "selection_optimism.csv",
     }
     missing = [str(p) for p in files.values() if not p.is_file()]
     if missing:
@@ -117,7 +126,6 @@ def main(argv: list[str] | None = None) -> int:
         # the optimism table as printed: its cells are the report's formatted strings
         "optimism": pd.read_csv(files["optimism"], dtype=str, keep_default_na=False),
     }
-    params = load_params(args.params, suite=args.suite)
     models = suite_models(params, args.benchmark, args.suite)
     print(HEADER)
     print("\n".join(per_model_rows(**frames, models=models, benchmark=args.benchmark)))

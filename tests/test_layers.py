@@ -25,6 +25,7 @@ LAYERS = {
     "ssmbench.staleness": 2,
     "ssmbench.config": 2,
     "ssmbench.config_readers": 2,
+    "ssmbench.dvc_params": 2,
     "ssmbench.params_file": 2,
     "ssmbench.precedence": 2,
     "ssmbench.reading_plan": 2,

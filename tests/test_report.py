@@ -255,6 +255,24 @@ def test_build_report_writes_everything(runs_dir, tmp_path):
     assert {"model", "dataset", "fold", "epoch"} <= set(curves.columns)
 
 
+def test_summary_names_the_suite_and_grid_and_is_written_last(runs_dir, tmp_path):
+    """summary.json says which suite's report it is and for which grid (what `ssmbench
+    report --show-tables` checks), and is written after every other file of the report."""
+    from ssmbench.report.outputs import grid_entry, report_made_for
+
+    grid = [("uea", d, m, f) for (d, m), errs in ERRORS.items() for f in range(len(errs))]
+    results = tmp_path / "results"
+    written = build_report(runs_dir, results, tmp_path / "figures", {}, grid=grid, suite="mine")
+    summary = json.loads(written["summary_json"].read_text())
+    assert summary["suite"] == "mine"
+    assert summary["grid"] == grid_entry(grid) and summary["grid"]["runs"] == 10
+    assert set(summary["uea"]) == {"MS4N", "MS4"}  # the benchmarks as before
+    assert list(written)[-1] == "summary_json"
+    newest = max(p.stat().st_mtime_ns for p in written.values())
+    assert written["summary_json"].stat().st_mtime_ns == newest
+    assert report_made_for(results) == {"suite": "mine", "grid": grid_entry(grid)}
+
+
 def test_build_report_without_records(tmp_path):
     (tmp_path / "runs" / "uea").mkdir(parents=True)
     with pytest.raises(FileNotFoundError, match="no finished run records"):

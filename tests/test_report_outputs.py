@@ -1,8 +1,10 @@
 """The report's output files are named once (ssmbench.report.outputs): build_report writes
-them, `ssmbench report --list-outputs` prints them, and the DVC report stage declares them."""
+them, `ssmbench report --list-outputs` prints them, and the DVC report stage declares them;
+each suite's report has its own folder, and `--show-tables` prints only the suite's own."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -12,10 +14,15 @@ from conftest import REPO
 from ssmbench.cli import main
 from ssmbench.params_file import read_params
 from ssmbench.report.outputs import (
+    GRID_KEY,
     KINDS,
+    SUITE_KEY,
     figure_captions,
+    grid_digest,
+    grid_entry,
     output_paths,
     published_outputs,
+    report_dirs,
     report_outputs,
 )
 
@@ -105,10 +112,43 @@ def test_list_outputs_prints_the_suites_outputs(capsys, monkeypatch):
     assert printed == [f"{o.name}: {o.path}" for o in expected]
 
 
-def test_show_tables_prints_the_markdown_tables(tmp_path, capsys):
+def _scratch_params(tmp_path: Path) -> tuple[dict, Path]:
+    """The repository's params with paths.results in ``tmp_path``, as one params.yaml there
+    (its suite: the repository's, ``default``)."""
     params = dict(PARAMS, paths={**PARAMS["paths"], "results": str(tmp_path / "results")})
     config = tmp_path / "params.yaml"
     config.write_text(yaml.safe_dump(params, sort_keys=False))
+    return params, config
+
+
+def _grid(params: dict, suite: str) -> list[tuple]:
+    from ssmbench.config import suite_grid
+
+    grid = suite_grid({**params, "suite": suite})
+    return [(j.benchmark, j.dataset, j.model, j.fold) for j in grid]
+
+
+def _summary(results: Path, suite: str | None, grid=None) -> None:
+    """A summary.json as the report writes it for ``suite`` (None: without the key, as
+    an ssmbench whose summary named no suite wrote it)."""
+    summary = {"uea": {"MS4N": {"mean_error": 0.1}}, "scorecard": {}}
+    if suite is not None:
+        summary[SUITE_KEY] = suite
+    if grid is not None:
+        summary[GRID_KEY] = grid_entry(grid)
+    results.mkdir(parents=True, exist_ok=True)
+    (results / "summary.json").write_text(json.dumps(summary))
+
+
+def test_show_tables_prints_the_markdown_tables(tmp_path, capsys):
+    params, config = _scratch_params(tmp_path)
+    results = Path(params["paths"]["results"])
+    assert main(["--params", str(config), "report", "--show-tables"]) == 2
+    assert capsys.readouterr().err == (
+        f"ssmbench report --show-tables: suite 'default' has no report yet (no "
+        f"{results}/summary.json); make it: dvc repro\n"
+    )
+    _summary(results, "default", _grid(params, "default"))
     assert main(["--params", str(config), "report", "--show-tables"]) == 2
     assert "table5.md: not written yet" in capsys.readouterr().err
     suite = params["suites"][params["suite"]]
@@ -121,8 +161,124 @@ def test_show_tables_prints_the_markdown_tables(tmp_path, capsys):
         table.parent.mkdir(parents=True, exist_ok=True)
         table.write_text(f"| Dataset | {table.stem} |\n")
     assert main(["--params", str(config), "report", "--show-tables"]) == 0
-    assert capsys.readouterr().out == "".join(
-        f"{table}:\n\n| Dataset | {table.stem} |\n\n" for table in tables
+    shown = capsys.readouterr()
+    assert shown.out == "".join(f"{table}:\n\n| Dataset | {table.stem} |\n\n" for table in tables)
+    assert shown.err == ""
+
+
+def test_each_suite_reports_in_its_own_folder():
+    """params.yaml's suite at paths.results and paths.figures (the DVC stage's outs); any
+    other suite under {results}/suites/{suite}/, in the same layout, its log apart."""
+    paths = {"results": "results", "figures": "figures", "logs": "logs"}
+    assert report_dirs(paths, "default", "default") == (
+        Path("results"), Path("figures"), Path("logs/report.log")
+    )  # fmt: skip
+    mine = report_dirs(paths, "mine", "default")
+    assert mine == (
+        Path("results/suites/mine"), Path("results/suites/mine/figures"),
+        Path("logs/suites/mine/report.log"),
+    )  # fmt: skip
+    by_name = by_name_of(report_outputs(mine.results, mine.figures, ["uea"]))
+    assert by_name["summary_json"] == Path("results/suites/mine/summary.json")
+    assert by_name["table5_md"] == Path("results/suites/mine/tables/table5.md")
+    assert by_name["figure7_png"] == Path("results/suites/mine/figures/png/figure7.png")
+    assert by_name["scorecard_md"] == Path("results/suites/mine/scorecard.md")
+    # the suite params.yaml names is DVC's wherever it was asked for
+    assert report_dirs(paths, "mine", "mine").results == Path("results")
+    # the grid's digest: the same runs in any order, another for other runs
+    grid = [("uea", "A", "M", 0), ("uea", "B", "M", 1)]
+    assert grid_digest(grid) == grid_digest(grid[::-1]) != grid_digest(grid[:1])
+    assert grid_entry(grid) == {"runs": 2, "sha256": grid_digest(grid)}
+
+
+def test_another_suites_report_is_neither_a_dvc_out_nor_versioned_in_git():
+    """Running a suite that params.yaml does not name never writes what DVC's stages own,
+    and git ignores its folder (its report is a working copy)."""
+    import subprocess
+
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    declared = [
+        path
+        for stage in stages.values()
+        for key in ("outs", "metrics", "plots")
+        for path in _declared(stage.get(key))
+    ]
+    paths = PARAMS["paths"]
+    dirs = report_dirs(paths, "uea10", PARAMS["suite"])
+    for output in report_outputs(dirs.results, dirs.figures, PARAMS["benchmarks"]):
+        holders = [d for d in declared if output.path == d or d in output.path.parents]
+        assert not holders, f"{output.path}: inside dvc.yaml's {holders}"
+    probe = str(dirs.results / "summary.json")
+    ignored = subprocess.run(["git", "check-ignore", "-q", probe], cwd=REPO, check=False)
+    assert ignored.returncode == 0, f"{probe}: not ignored by git"
+
+
+def test_show_tables_of_a_suite_without_a_report_names_the_command(tmp_path, capsys):
+    params, config = _scratch_params(tmp_path)
+    _summary(Path(params["paths"]["results"]), "default")  # the default suite's report
+    for argv in (["--suite", "tiny", "report", "--show-tables"],
+                 ["report", "--suite", "tiny", "--show-tables"]):  # fmt: skip
+        assert main(["--params", str(config), *argv]) == 2
+        shown = capsys.readouterr()
+        assert shown.out == ""
+        assert shown.err == (
+            f"ssmbench report --show-tables: suite 'tiny' has no report yet (no "
+            f"{tmp_path}/results/suites/tiny/summary.json); make it: snakemake --cores all "
+            "--config suite=tiny\n"
+        )
+
+
+@pytest.mark.parametrize(
+    ("made_for", "said"),
+    [
+        ("tiny", "summary.json is the report of suite 'tiny', not of 'default'; make it: "
+                 "dvc repro"),
+        (None, "summary.json names no suite (written by an older ssmbench): the report there "
+               "may be of another suite than 'default'; make it: dvc repro"),
+    ],
+)  # fmt: skip
+def test_show_tables_refuses_a_folder_whose_summary_names_another_suite(
+    tmp_path, capsys, made_for, said
+):
+    """results/ written by another suite (an older ssmbench wrote any suite's report
+    there, and a summary that named no suite): not printed as the default suite's."""
+    params, config = _scratch_params(tmp_path)
+    results = Path(params["paths"]["results"])
+    _summary(results, made_for)
+    table = results / "tables" / "table5.md"
+    table.parent.mkdir(parents=True)
+    table.write_text("| Dataset | another suite's |\n")
+    assert main(["--params", str(config), "report", "--show-tables"]) == 2
+    shown = capsys.readouterr()
+    assert shown.out == "" and said in shown.err and len(shown.err.splitlines()) == 1
+
+
+def test_show_tables_notes_a_report_made_for_another_grid(tmp_path, capsys):
+    params, config = _scratch_params(tmp_path)
+    results = Path(params["paths"]["results"])
+    _summary(results, "default", _grid(params, "default")[:-1])  # one run fewer then
+    suite = params["suites"]["default"]
+    for o in report_outputs(results, "figures", suite["benchmarks"]):
+        if o.kind == "table" and o.path.suffix == ".md":
+            o.path.parent.mkdir(parents=True, exist_ok=True)
+            o.path.write_text("| Dataset |\n")
+    assert main(["--params", str(config), "report", "--show-tables"]) == 0
+    shown = capsys.readouterr()
+    n = len(_grid(params, "default"))
+    assert "table5.md" in shown.out
+    assert f"was made for another grid of suite 'default' ({n - 1} runs; {n} now)" in shown.err
+
+
+def test_list_outputs_of_another_suite_lists_its_own_folder(tmp_path, capsys):
+    params, config = _scratch_params(tmp_path)
+    assert main(["--params", str(config), "report", "--suite", "tiny", "--list-outputs"]) == 0
+    shown = capsys.readouterr()
+    dirs = report_dirs(params["paths"], "tiny", "default")
+    expected = report_outputs(dirs.results, dirs.figures, params["suites"]["tiny"]["benchmarks"])
+    assert shown.out.splitlines() == [f"{o.name}: {o.path}" for o in expected]
+    assert shown.err == (
+        f"ssmbench report: note: suite 'tiny' has no report yet (no {dirs.results}/"
+        "summary.json); make it: snakemake --cores all --config suite=tiny\n"
     )
 
 

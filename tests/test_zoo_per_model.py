@@ -65,3 +65,11 @@ def test_the_command_names_a_missing_report_file(tmp_path, capsys):
     assert code == 2
     assert str(tmp_path / "scorecard.csv") in err
     assert "run `ssmbench --suite uea10-zoo report` first" in err
+
+
+def test_the_report_read_by_default_is_the_suites_own(tmp_path, capsys, monkeypatch):
+    """Without RESULTS: the report folder of --suite (results/suites/uea10-zoo, params.yaml
+    naming another suite), where `ssmbench --suite uea10-zoo report` writes."""
+    monkeypatch.chdir(tmp_path)
+    assert zoo_per_model.main(["--params", str(REPO / "params.yaml")]) == 2
+    assert "results/suites/uea10-zoo/metrics.csv" in capsys.readouterr().err

@@ -27,9 +27,14 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
         "ssmbench.status",
         "workflow/rules/train.smk",
     ),
-    "paths.logs": ("ssmbench.status", "workflow/rules/train.smk"),
-    "paths.results": ("ssmbench.cli.report:cmd_report", "workflow/rules/common.smk"),
-    "paths.figures": ("ssmbench.cli.report:cmd_report", "workflow/rules/common.smk"),
+    "paths.logs": (
+        "ssmbench.status",
+        "workflow/rules/train.smk",
+        "ssmbench.report.outputs:report_dirs",
+    ),
+    # a suite's report folders (cmd_report: also --published's)
+    "paths.results": ("ssmbench.report.outputs:report_dirs", "ssmbench.cli.report:cmd_report"),
+    "paths.figures": ("ssmbench.report.outputs:report_dirs",),
     "paths.checkpoints": ("ssmbench.cli.train:_train", "ssmbench.status"),
     "paths.settings": ("workflow/rules/common.smk",),
     # a block-read dataset's fold splits, drawn once by the split rule (split_dir_of)

@@ -172,6 +172,21 @@ def _expand_variants(params: dict, files: dict[str, str], path: Path) -> None:
         models[name] = expand(name, (name,))
 
 
+def named_suite(path: str | Path = "params.yaml") -> str | None:
+    """The suite params.yaml itself names (its ``suite`` key, before a ``--suite`` or a
+    ``--config suite=`` overrides it): the one ``dvc repro`` runs, whose report DVC
+    versions (``ssmbench.report.outputs.report_dirs``). None when the file names none.
+    Reads params.yaml alone, not its study files. Raises ConfigError."""
+    path = Path(path)
+    params = _read_mapping(
+        path,
+        "no such params file; run from the project root or pass --params",
+        _expected_mapping(),
+    )
+    suite = params.get("suite")
+    return suite if isinstance(suite, str) else None
+
+
 def _expand_all_datasets(params: dict, path: Path) -> None:
     """A suite's ``benchmarks.<name>: all`` becomes the benchmark's ``datasets`` list."""
     for suite_name, suite in (params.get("suites") or {}).items():

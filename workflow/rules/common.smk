@@ -29,7 +29,7 @@ from ssmbench.config import (
     untuned_spec,
 )
 from ssmbench.search_space import search_digest, search_of, tuned_is_current
-from ssmbench.report.outputs import figure_captions, output_paths
+from ssmbench.report.outputs import figure_captions, output_paths, report_dirs
 from ssmbench.resources import TrainResources
 from ssmbench.series_lengths import check_model_lengths
 from ssmbench.staleness import (
@@ -50,6 +50,9 @@ GRID = suite_grid(config)
 DATASETS = suite_datasets(config)
 TRAIN_RESOURCES = TrainResources(config)
 SEARCHES = suite_searches(config)
+# the suite's report: results/ and figures/ for the suite params.yaml names (PARAMS_SUITE,
+# Snakefile), results/suites/<suite>/ for any other
+REPORT_DIRS = report_dirs(PATHS, SUITE, PARAMS_SUITE)
 
 
 # the name patterns of ssmbench.data.names: a wildcard is one plain path component
@@ -73,19 +76,19 @@ def prepared_dirs():
 
 
 def report_files(kind):
-    """The report's files of one kind, for the suite's benchmarks (named by
-    ssmbench.report.outputs)."""
+    """The report's files of one kind, for the suite's benchmarks, in the suite's report
+    folders (named by ssmbench.report.outputs)."""
     benchmarks = sorted({job.benchmark for job in GRID})
-    return output_paths(PATHS["results"], PATHS["figures"], benchmarks, kind)
+    return output_paths(REPORT_DIRS.results, REPORT_DIRS.figures, benchmarks, kind)
 
 
 def report_figures():
-    """{figure: report(its PNG and PDF, caption)}: each figure of the report with its own
-    caption (workflow/report/<caption>.rst) in `snakemake --report`."""
+    """{figure: report(its PNG and PDF, caption)}: each figure of the suite's report with
+    its own caption (workflow/report/<caption>.rst) in `snakemake --report`."""
     benchmarks = sorted({job.benchmark for job in GRID})
     return {
         key: report(files, caption=f"../report/{caption}.rst", category="Figures")
-        for key, (files, caption) in figure_captions(PATHS["results"], PATHS["figures"],
+        for key, (files, caption) in figure_captions(REPORT_DIRS.results, REPORT_DIRS.figures,
                                                      benchmarks).items()
     }
 

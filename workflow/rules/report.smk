@@ -1,7 +1,8 @@
 # records -> the report: metrics, summary (with the scorecard's counts), protocol notes,
 # the MS4N paper's tables and figures for the suite's benchmarks, each figure with its
-# caption. The file names come from ssmbench.report.outputs, the one place they are
-# spelt (common.smk: report_files, report_figures).
+# caption. The file names and folders come from ssmbench.report.outputs, the one place
+# they are spelt (common.smk: report_files, report_figures, REPORT_DIRS): results/ and
+# figures/ for the suite params.yaml names, results/suites/<suite>/ for any other.
 
 
 rule report:
@@ -16,7 +17,7 @@ rule report:
         tables=report_files("table"),
         **report_figures(),
     log:
-        f"{PATHS['logs']}/report.log",
+        str(REPORT_DIRS.log),
     resources:
         **config["resources"]["report"],
     params:

@@ -9,7 +9,7 @@
     ssmbench split   --benchmark B --dataset D --fold K [--out DIR]
     ssmbench train   --benchmark B --dataset D --model M --fold K
     ssmbench explain --benchmark B --dataset D --model M [--fold K] [--format table|json]
-    ssmbench report  [--list-outputs | --show-tables | --published]
+    ssmbench report  [--suite S] [--list-outputs | --show-tables | --published]
     ssmbench complexity --channels C --classes K --length L | --table4 [--csv F]
     ssmbench datasets [--benchmark B] [--domain D] [--format table|csv]
     ssmbench status  [--suite S] [--state STATE ...] [--format table|csv|json]

@@ -21,10 +21,12 @@ def cmd_check(args) -> int:
         tuned_path,
         validation_fallbacks,
     )
+    from ssmbench.dvc_params import check_studies_tracked
     from ssmbench.resources import check_train_resources
     from ssmbench.series_lengths import check_model_lengths
 
     params = load(args)
+    check_studies_tracked(args.params)  # an edit to a study file must reach `dvc status`
     check_train_resources(params)
     check_suite_sources(params)  # what the workflow checks before any job runs
     check_model_lengths(params)

@@ -29,10 +29,13 @@ from .context import DrawContext
 from .figures import CURVE_COLUMNS, load_curves, write_curves_csv
 from .outputs import (
     CONSISTENCY_KEY,
+    GRID_KEY,
     PAPER_BENCHMARKS,
+    SUITE_KEY,
     Artefact,
     artefact_stem,
     artefacts,
+    grid_entry,
     published_dir,
     report_outputs,
 )
@@ -110,10 +113,13 @@ def build_report(
     grid: Iterable[tuple[str, str, str, int]] | None = None,
     benchmarks: Iterable[str] | None = None,
     model_entries: Mapping[str, Mapping] | None = None,
+    suite: str | None = None,
 ) -> dict[str, Path]:
     """Write the whole report and return {name: path} of what was written: exactly the
     files of ``outputs.report_outputs`` for ``benchmarks`` (default: those found in the
-    records).
+    records). ``summary.json`` is written last, so that it names the suite of a whole
+    report: ``suite`` (its ``suite`` key, when given) and ``grid``'s size and digest
+    (its ``grid`` key, when given; ``outputs.grid_entry``).
 
     ``report_params``: params.yaml ``report`` (``convergence_thresholds``; optional
     ``figure8_datasets``). ``benchmark_models`` ({benchmark: [models]}, e.g. from the suite)
@@ -126,6 +132,7 @@ def build_report(
     """
     report_params = dict(report_params or {})
     results_dir, figures_dir = Path(results_dir), Path(figures_dir)
+    grid = None if grid is None else list(grid)  # read three times
     records = _in_grid(collect_records(runs_dir), grid)
     if benchmark_models is not None:
         benchmark_models = {b: list(m) for b, m in benchmark_models.items()}
@@ -165,12 +172,17 @@ def build_report(
     summary["scorecard"] = scorecard_counts(card)
     if not leaderboard.empty:  # only with runs on the official archive: others unchanged
         summary["physiome_leaderboard"] = leaderboard_counts(leaderboard)
-    written["summary_json"] = write_summary_json(summary, outputs["summary_json"])
+    if suite is not None:
+        summary[SUITE_KEY] = suite
+    if grid is not None:
+        summary[GRID_KEY] = grid_entry(grid)
     written["protocol_notes_md"] = write_protocol_notes(records, outputs["protocol_notes_md"])
     scorecard_files = write_scorecard(card, results_dir / "scorecard", leaderboard=leaderboard)
     written.update(_written("scorecard", scorecard_files))
     written["curves_csv"] = write_curves_csv(curves, outputs["curves_csv"])
     written.update(_draw_all(context, artefacts(benchmarks), results_dir, figures_dir))
+    # last: a summary.json that names the suite stands for a whole report of it
+    written["summary_json"] = write_summary_json(summary, outputs["summary_json"])
     missing = set(outputs) - set(written)
     if missing:  # a contract check: the rule and the DVC stage declare every one
         raise RuntimeError(f"report: declared outputs not written: {sorted(missing)}")

@@ -4,6 +4,13 @@
 (each figure with its caption, ``workflow/report/<caption>.rst``), ``ssmbench report
 --list-outputs`` prints them, and a test holds the DVC ``report`` stage's outs to them.
 
+Each suite's report has its own folder (``report_dirs``): the suite that params.yaml's
+``suite`` names, the one ``dvc repro`` runs, reports into ``paths.results`` and
+``paths.figures`` (the DVC ``report`` stage's outs and metrics); any other suite into
+``{results}/suites/{suite}/``, the same files in the same layout. Its ``summary.json``,
+written last, names the suite and the grid it was made for (``report_made_for``), so a
+folder that holds another suite's report is told apart from this one's.
+
 The artefacts are the MS4N paper's (``PAPER_ARTEFACTS``: Tables 1–5, Figures 1 and
 3–10, named after the paper) for the benchmarks it has, critical-difference diagrams, a
 per-dataset table and an overview figure for any other benchmark, and the files every
@@ -16,11 +23,14 @@ every parse, and it loads neither matplotlib nor pandas.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import import_module
 from pathlib import Path
+from typing import NamedTuple
 
 TABLE_FORMATS = ("csv", "md", "tex")
 FIGURE_FORMATS = ("png", "pdf")
@@ -29,6 +39,12 @@ SCORECARD_FORMATS = ("csv", "md")
 TABLES_FOLDER = "tables"
 #: The folder of ``ssmbench report --published``, under the results folder.
 PUBLISHED_FOLDER = "published"
+#: The folder of the reports of the suites params.yaml does not name, under the results
+#: folder: one folder per suite, ``{results}/suites/{suite}/``.
+SUITES_FOLDER = "suites"
+#: summary.json's keys that say what the report was made for (the rest are benchmarks
+#: and the scorecard's counts).
+SUITE_KEY, GRID_KEY = "suite", "grid"
 #: The kinds of output, in the order they are listed.
 KINDS = ("metrics", "summary", "curves", "protocol_notes", "scorecard", "table", "figure")
 #: The paper's benchmarks (the ones with published figures).
@@ -269,8 +285,8 @@ def report_outputs(
     """Every file the report writes for a suite with these benchmarks:
 
     * ``metrics_csv``: ``{results}/metrics.csv``, one row per run record (results only);
-    * ``summary_json``: ``{results}/summary.json``, {benchmark: {model: {error, rank...}}}
-      and the scorecard's counts (a DVC metric);
+    * ``summary_json``: ``{results}/summary.json``, {benchmark: {model: {error, rank...}}},
+      the scorecard's counts and the suite and grid it was made for (a DVC metric);
     * ``curves_csv``: ``{results}/curves.csv``, all epoch curves in long format;
     * ``protocol_notes_md``: ``{results}/protocol_notes.md``, the runs' settings beside the
       authors' code;
@@ -292,6 +308,65 @@ def report_outputs(
     for artefact in artefacts(benchmarks):
         outputs += _files(artefact, artefact_stem(artefact, results_dir, figures_dir))
     return outputs
+
+
+class ReportDirs(NamedTuple):
+    """Where one suite's report goes: ``results`` (metrics, summary, curves, protocol
+    notes, scorecard, ``tables/``), ``figures`` (``png/``, ``pdf/``) and ``log`` (the
+    Snakemake rule's log of the report's notices)."""
+
+    results: Path
+    figures: Path
+    log: Path
+
+
+def report_dirs(paths: Mapping[str, str], suite: str, params_suite: str | None) -> ReportDirs:
+    """The folders of ``suite``'s report, given params.yaml's ``paths`` and the suite
+    params.yaml itself names (``params_suite``, before any ``--suite`` or ``--config
+    suite=`` override; ``params_file.named_suite``).
+
+    The suite params.yaml names is the one ``dvc repro`` runs: its report is
+    ``paths.results`` and ``paths.figures``, the DVC ``report`` stage's outs, and its log
+    ``{logs}/report.log``. Any other suite's report is ``{results}/suites/{suite}/``, with
+    its figures in ``figures/`` there and its log ``{logs}/suites/{suite}/report.log``, so
+    that running it never overwrites what DVC versions."""
+    logs = Path(paths["logs"])
+    if suite == params_suite:
+        return ReportDirs(Path(paths["results"]), Path(paths["figures"]), logs / "report.log")
+    root = Path(paths["results"]) / SUITES_FOLDER / suite
+    return ReportDirs(root, root / "figures", logs / SUITES_FOLDER / suite / "report.log")
+
+
+def grid_digest(grid: Iterable[tuple[str, str, str, int]]) -> str:
+    """A short sha256 of a grid's (benchmark, dataset, model, fold) runs, in any order:
+    summary.json's ``grid.sha256``, which tells whether a report was made for the grid a
+    suite has now."""
+    runs = sorted([str(b), str(d), str(m), int(f)] for b, d, m, f in grid)
+    return hashlib.sha256(json.dumps(runs).encode()).hexdigest()[:16]
+
+
+def grid_entry(grid: Iterable[tuple[str, str, str, int]]) -> dict:
+    """summary.json's ``grid``: how many runs the suite's grid has and its ``grid_digest``."""
+    grid = list(grid)
+    return {"runs": len(grid), "sha256": grid_digest(grid)}
+
+
+def report_made_for(results_dir: str | os.PathLike) -> dict | None:
+    """What the report in ``results_dir`` was made for, from its summary.json: {"suite":
+    name or None (a summary written without one), "grid": {"runs", "sha256"} or None};
+    None when the folder has no readable summary.json (no report yet)."""
+    path = Path(results_dir) / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(summary, dict):
+        return None
+    suite, grid = summary.get(SUITE_KEY), summary.get(GRID_KEY)
+    return {
+        "suite": suite if isinstance(suite, str) else None,
+        "grid": grid if isinstance(grid, dict) else None,
+    }
 
 
 def published_dir(results_dir: str | os.PathLike) -> Path:
