@@ -29,9 +29,10 @@ PARAMS_SUITE = _params.get("suite")
 update_config(_params, config)
 config.update(_params)
 validate_schema(config, source="params.yaml", files=_files)
-# dvc.yaml tracks every study file (ssmbench.dvc_params): checked once, by the main process
+# dvc.yaml tracks every study file and the code of every model of one's own
+# (ssmbench.dvc_params): checked once, by the main process
 if workflow.is_main_process:
-    check_studies_tracked("params.yaml")
+    check_studies_tracked("params.yaml", config)
 
 
 include: "workflow/rules/common.smk"

@@ -7,6 +7,7 @@ each bad entry one clear error before any job."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -177,12 +178,25 @@ def test_the_worked_example_trains_in_the_workflow_and_has_its_row_in_table5(tmp
     env["PYTHONPATH"] += f":{project / 'examples' / 'own_model'}"
     snakemake = str(Path(sys.executable).parent / "snakemake")
 
-    def run(*cmd):
+    def run(*cmd, fails=False):
         proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True,
                               timeout=600)  # fmt: skip
-        assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+        assert (proc.returncode != 0) == fails, proc.stdout[-4000:] + proc.stderr[-4000:]
         return proc.stdout + proc.stderr
 
+    # DVC must see the study file and the model's code: check says which lines to add
+    refused = run(sys.executable, "-m", "ssmbench", "check", fails=True)
+    assert "add this line to the params of each:\n      - examples/own_model/study.yaml:" in refused
+    assert "the code of models MeanPool, MeanPool-h8" in refused
+    assert "add this line to the deps of each:\n      - examples/own_model/mymodels" in refused
+    pipeline = project / "dvc.yaml"
+    text = pipeline.read_text().replace(
+        "      - params/tides.yaml:\n",
+        "      - params/tides.yaml:\n      - examples/own_model/study.yaml:\n",
+    )
+    code = "      - examples/own_model/mymodels\n"
+    text = re.sub(r"(      - src/ssmbench/models\b.*\n)", rf"\1{code}", text)
+    pipeline.write_text(text)
     run(sys.executable, "-m", "ssmbench", "check")
     run(snakemake, "--cores", "2")
     record = json.loads((project / "results/runs/uea/BasicMotions/MeanPool/fold0.json").read_text())
@@ -201,5 +215,5 @@ def test_the_worked_example_trains_in_the_workflow_and_has_its_row_in_table5(tmp
     pool.write_text(pool.read_text().replace("unbiased=False", "correction=0"))
     status = run(sys.executable, "-m", "ssmbench", "status")
     stale = [line.split()[1] for line in status.splitlines() if line.startswith("stale")]
-    assert sorted(stale) == [f"uea/{d}/{m}/fold0" for d in ("BasicMotions", "JapaneseVowels")
-                             for m in ("MeanPool", "MeanPool-h8")]  # fmt: skip
+    assert sorted(stale) == sorted(f"uea/{d}/{m}/fold0" for d in ("BasicMotions", "JapaneseVowels")
+                                   for m in ("MeanPool", "MeanPool-h8"))  # fmt: skip

@@ -11,6 +11,12 @@ runs are stale. So every stage that reads the suite (its ``params`` name ``suite
 * each study file whole, ``- params/<study>.yaml:`` with no key list (an edit anywhere in
   it is a changed param; a key list that holds every top-level key of the file counts too).
 
+A model of one's own (``family: package.module:Class``) whose code lies in the project is
+code a stage's result depends on like ``src/ssmbench/models``: every stage that lists that
+folder as a dependency (tune, train) must list the model's package folder (or its module,
+outside any package) too, or one above it (`untracked_model_code`); code outside the
+project (an installed package) is the environment's, which no stage tracks.
+
 `check_studies_tracked` raises ``ConfigError`` naming the first study file a stage misses,
 the stages that miss it and the line to add; ``ssmbench check`` (which `make run` runs
 first) and the Snakefile (its main process) call it before any job runs. A project with no
@@ -144,12 +150,104 @@ def _top_keys(path: Path) -> set[str]:
     return {str(k) for k in body} if isinstance(body, dict) else set()
 
 
-def check_studies_tracked(params_path: str | os.PathLike = DVC_PARAMS) -> None:
+def check_studies_tracked(
+    params_path: str | os.PathLike = DVC_PARAMS, params: dict | None = None
+) -> None:
     """Raise ConfigError when dvc.yaml does not track ``studies`` or one of its files in a
-    stage that reads the suite (``untracked_studies``): the message names the study file,
-    the stages that miss it and the line to add, for each one missing."""
+    stage that reads the suite (``untracked_studies``), or, given the ``params`` read, the
+    code of a model of one's own in a stage that builds models (``untracked_model_code``):
+    the message names the file, the stages that miss it and the line to add, for each one
+    missing."""
     untracked = untracked_studies(params_path)
-    if untracked:
+    code = untracked_model_code(params_path, params) if params is not None else []
+    if untracked or code:
         pipeline = Path(params_path).parent / DVC_PIPELINE
         shown = DVC_PIPELINE if Path(params_path).parent == Path() else pipeline
-        raise ConfigError("\n".join(u.message(shown) for u in untracked))
+        raise ConfigError("\n".join([*(u.message(shown) for u in untracked),
+                                     *(c.message(shown) for c in code)]))  # fmt: skip
+
+
+#: the dependency by which a stage says its result depends on the models' code
+MODELS_DEP = "src/ssmbench/models"
+
+
+@dataclass(frozen=True)
+class UntrackedCode:
+    """The code of ``models`` (family ``family``), at ``path`` in the project, is not a
+    dependency of the dvc.yaml stages ``stages``."""
+
+    models: tuple[str, ...]
+    family: str
+    path: str
+    stages: tuple[str, ...]
+
+    def message(self, pipeline: str | os.PathLike = DVC_PIPELINE) -> str:
+        one = len(self.stages) == 1
+        stages = (
+            f"stage {self.stages[0]} does"
+            if one
+            else f"stages {', '.join(self.stages[:-1])} and {self.stages[-1]} do"
+        )
+        return (
+            f"{pipeline}: {stages} not depend on {self.path}, the code of "
+            f"{'model' if len(self.models) == 1 else 'models'} {', '.join(self.models)} "
+            f"(family {self.family}), so `dvc repro` would not rerun "
+            f"{'it' if one else 'them'} after an edit to it; add this line to the deps of "
+            f"{'that stage' if one else 'each'}:\n{PARAMS_INDENT}- {self.path}"
+        )
+
+
+def untracked_model_code(params_path: str | os.PathLike, params: dict) -> list[UntrackedCode]:
+    """For each model of ``params`` named by import path whose code lies under the
+    project (params.yaml's folder): the stages depending on ``MODELS_DEP`` that depend on
+    neither its package folder (its module, outside any package) nor a folder above it.
+    Empty where DVC does not read this params file; a family that does not import is
+    left to ``ssmbench.config.check_params``, which names it."""
+    from ssmbench.models.imported import FamilyImportError, is_import_path
+
+    params_path = Path(params_path)
+    root = params_path.parent.resolve()
+    pipeline = root / DVC_PIPELINE
+    if params_path.name != DVC_PARAMS or not pipeline.is_file():
+        return []
+    stages = (yaml.safe_load(pipeline.read_text(encoding="utf-8")) or {}).get("stages") or {}
+    building = {}
+    for name, stage in stages.items():
+        if not isinstance(stage, dict):
+            continue
+        base = root / str(stage.get("wdir") or ".")
+        deps = [(base / str(d)).resolve() for d in stage.get("deps") or () if isinstance(d, str)]
+        if (root / MODELS_DEP).resolve() in deps:
+            building[name] = deps
+    found: dict[str, UntrackedCode] = {}
+    for model, entry in (params.get("models") or {}).items():
+        family = entry.get("family") if isinstance(entry, dict) else None
+        if not is_import_path(family):
+            continue
+        try:
+            code = _model_code(family)
+        except (FamilyImportError, KeyError, ImportError):
+            continue
+        if not code.is_relative_to(root):
+            continue
+        missing = tuple(
+            name for name, deps in building.items()
+            if not any(code == d or code.is_relative_to(d) for d in deps)
+        )  # fmt: skip
+        path = code.relative_to(root).as_posix()
+        if missing:
+            models = (*found[path].models, model) if path in found else (model,)
+            found[path] = UntrackedCode(models, family, path, missing)
+    return list(found.values())
+
+
+def _model_code(family: str) -> Path:
+    """The folder of the top-level package of ``family``'s module, or the module's file
+    when it is in no package."""
+    import sys
+
+    from ssmbench.models import FAMILIES
+
+    module = FAMILIES[family].__module__
+    top = Path(sys.modules[module.split(".")[0]].__file__).resolve()
+    return top.parent if top.name == "__init__.py" else top

@@ -26,7 +26,8 @@ def cmd_check(args) -> int:
     from ssmbench.series_lengths import check_model_lengths
 
     params = load(args)
-    check_studies_tracked(args.params)  # an edit to a study file must reach `dvc status`
+    # an edit to a study file or to a model of one's own must reach `dvc status`
+    check_studies_tracked(args.params, params)
     check_train_resources(params)
     check_suite_sources(params)  # what the workflow checks before any job runs
     check_model_lengths(params)

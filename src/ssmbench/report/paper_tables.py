@@ -92,11 +92,11 @@ def per_dataset_table(
 ) -> pd.DataFrame:
     """Tables 3 (MONSTER) and 5 (UEA): one row per dataset, then ``Average`` and
     ``Average rank``; per model ``{model} (ours)`` and, where the paper has a figure of
-    the model on one of the table's datasets, ``{model} (paper)``, each ``"error ± std"``. The paper's average and rank are over the datasets we ran that
-    model on (ranks among our models that the paper has: ``(of k)`` when fewer than
-    ours), so that both sit on the same datasets; ``(n=k)`` when that is fewer than the
-    table's datasets. ``regression``: the figure is the test MSE,
-    and the columns say so."""
+    the model on one of the table's datasets, ``{model} (paper)``, each ``"error ± std"``.
+    The paper's average and rank are over the datasets we ran that model on (ranks among
+    our models that the paper has: ``(of k)`` when fewer than ours), so that both sit on
+    the same datasets; ``(n=k)`` when that is fewer than the table's datasets.
+    ``regression``: the figure is the test MSE, and the columns say so."""
     ours, paper = restrict(ours, benchmark), restrict(paper, benchmark)
     if ours.empty and paper.empty:
         raise ValueError(f"no results for benchmark {benchmark!r}, ours or the paper's")
