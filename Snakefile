@@ -1,12 +1,16 @@
 # ssmbench workflow: wiring only. The grid, paths and resources come from params.yaml.
 #   snakemake --cores all                       # the suite named in params.yaml (default)
 #   snakemake --cores all --config suite=uea10  # another suite
+#   snakemake --cores all --config max_epochs=5 # a training setting over params.yaml's
 #   snakemake --profile slurm                   # on a SLURM cluster (docs/cluster.md)
+import sys
+
 from snakemake.utils import min_version, update_config
 
 from ssmbench.dvc_params import check_studies_tracked
 from ssmbench.project_lock import hold_for_snakemake
 from ssmbench.params_file import read_params_and_files, validate_schema
+from ssmbench.precedence import COMMAND_LINE_KEYS
 
 min_version("9.0")
 
@@ -26,9 +30,27 @@ _params, _files = read_params_and_files("params.yaml")
 # report is DVC's (results/, figures/); any other suite reports into results/suites/<suite>/
 # (ssmbench.report.outputs.report_dirs)
 PARAMS_SUITE = _params.get("suite")
+# A training setting given as --config KEY=VALUE (max_epochs=5) is a command-line setting
+# (ssmbench.precedence: over every place of params.yaml, "command line" in `explain` and in
+# the records); the jobs get it as `ssmbench --set` (common.smk: cli).
+_command_line = {k: config.pop(k) for k in list(config) if k in COMMAND_LINE_KEYS}
+if _command_line:
+    config["command_line"] = {**(config.get("command_line") or {}), **_command_line}
 update_config(_params, config)
 config.update(_params)
-validate_schema(config, source="params.yaml", files=_files)
+if workflow.is_main_process and config.get("command_line"):
+    _shown = ", ".join(f"{k}={v}" for k, v in config["command_line"].items())
+    print(
+        f"ssmbench: the command line sets {_shown} for every run of this invocation: a run "
+        "whose record was made with other settings is stale and its record will be "
+        "replaced; to keep both, give the setting a suite of its own (a suite's overrides)",
+        file=sys.stderr,
+    )
+validate_schema(
+    config,
+    source="params.yaml",
+    files={**_files, "command_line": "the command line: snakemake --config"},
+)
 # dvc.yaml tracks every study file and the code of every model of one's own
 # (ssmbench.dvc_params): checked once, by the main process
 if workflow.is_main_process:

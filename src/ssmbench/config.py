@@ -60,11 +60,19 @@ class Job:
         return Path(runs_dir) / self.benchmark / self.dataset / self.model / f"fold{self.fold}.json"
 
 
-def load_params(path: str | Path = "params.yaml", suite: str | None = None) -> dict:
-    """Read, schema-validate and cross-check params.yaml; `suite` overrides `params["suite"]`."""
+def load_params(
+    path: str | Path = "params.yaml",
+    suite: str | None = None,
+    command_line: dict | None = None,
+) -> dict:
+    """Read, schema-validate and cross-check params.yaml; `suite` overrides `params["suite"]`,
+    and `command_line` settings go over every place (``ssmbench.precedence``)."""
     params, files = read_params_and_files(path)
     if suite is not None:
         params["suite"] = suite
+    if command_line:
+        params["command_line"] = dict(command_line)
+        files = {**files, "command_line": "the command line: --set, or snakemake --config"}
     validate_schema(params, source=str(path), files=files)
     check_params(params, source=str(path))
     return params

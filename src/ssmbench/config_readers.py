@@ -13,6 +13,7 @@ from __future__ import annotations
 #: the code reads from params.yaml is in the schema.
 CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "suite": ("ssmbench.config:suite_grid", "workflow/rules/common.smk"),
+    "command_line": ("ssmbench.precedence:resolve_settings", "workflow/rules/common.smk"),
     "paths.raw": (
         "ssmbench.cli.data:cmd_fetch",
         "ssmbench.cli.data:cmd_prepare",

@@ -22,6 +22,9 @@ these places, lowest first; a later place wins, and a dict setting (``reading``,
  7    ``suites.S.model_overrides.M``                the suite, on one model (the drop
                                                     ablation's weight decay)
  8    the tuned file (``paths.tuned``)              the values a search chose
+ 9    ``command_line``                              the command line, for one invocation:
+                                                    ``ssmbench --set KEY=VALUE``,
+                                                    ``snakemake --config KEY=VALUE``
 ====  ============================================  ====================================
 
 ``seed_base`` that no place sets is 0 (a run's seed is seed_base + fold).
@@ -34,7 +37,9 @@ UEA set), then the tuned file.
 (`Resolved.settings_origin`, `Resolved.params_origin`; a dict setting per key, as
 ``reading.block_mb``): ``ssmbench explain`` prints them, as ``git config --show-origin``
 does, and a run record stores them (``settings_origin``), so a record answers "why did this
-run use lr 1e-4?". The suite has the last word over params.yaml, and a search over all.
+run use lr 1e-4?". The suite has the last word over params.yaml, a search over the suite,
+and the command line over all (``command_line``: what `command_line_settings` reads off
+``--set`` / ``--config``, never written in params.yaml).
 """
 
 from __future__ import annotations
@@ -75,6 +80,12 @@ BATCH_AND_EPOCH_KEYS = {"max_epochs", "batch_size", "batch_min", "batch_max", "b
 #: what a search space or a search's ``settings`` may set besides model hyperparameters
 #: (never ``epoch_test_scores``: a tuning trial has no test rows to score)
 TRAINING_KEYS = (PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS) - set(EXECUTION_KEYS) - {"epoch_test_scores"}
+
+#: what the command line may set (``command_line``): a training setting, or how a run
+#: checkpoints
+COMMAND_LINE_KEYS = TRAINING_KEYS | set(EXECUTION_KEYS)
+#: the origin of a value set on the command line
+COMMAND_LINE = "command line"
 
 #: The origin of ``seed_base`` where no place sets it.
 DEFAULT_SEED_ORIGIN = "default (seed_base 0)"
@@ -169,6 +180,36 @@ def settings_places(
     return [(origin, place) for origin, place in places if place]
 
 
+def command_line_settings(pairs: list[str]) -> dict:
+    """``KEY=VALUE`` pairs (``ssmbench --set``) as settings, each value read as YAML
+    (``5``, ``1e-4``, ``true``, ``null``, text). Raises ValueError naming a pair that is
+    not ``KEY=VALUE`` or a key that is not a training setting."""
+    import yaml
+
+    found = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--set {pair!r}: write it as KEY=VALUE (e.g. --set max_epochs=5)")
+        if key not in COMMAND_LINE_KEYS:
+            raise ValueError(
+                f"--set {pair!r}: {key!r} is not a training setting (allowed: "
+                f"{', '.join(sorted(COMMAND_LINE_KEYS))}); a model's hyperparameters change "
+                "under a name of their own: a variant (base: <model>)"
+            )
+        value = yaml.safe_load(text)
+        if isinstance(value, str):  # YAML 1.1 reads 3e-4 (no dot) as text: a number here
+            for kind in (int, float):
+                try:
+                    value = kind(text)
+                    break
+                except ValueError:
+                    pass
+        found[key] = value
+    return found
+
+
 def resolve_settings(
     params: dict,
     benchmark: str,
@@ -188,6 +229,7 @@ def resolve_settings(
         _apply(settings, origins, place, origin)
     if tuned is not None:
         _apply(settings, origins, tuned.training_settings, tuned.file)
+    _apply(settings, origins, params.get("command_line") or {}, COMMAND_LINE)
     if "seed_base" not in settings:
         settings["seed_base"] = 0
         origins["seed_base"] = DEFAULT_SEED_ORIGIN
@@ -265,6 +307,8 @@ def format_origins(
     def where(origin: str) -> str:
         if origin == tuned.get("file"):
             return f"tuned file {origin}"
+        if origin == COMMAND_LINE:
+            return "command line (ssmbench --set, snakemake --config)"
         for entry, file in (files or {}).items():
             if origin == entry or origin.startswith(entry + "."):
                 return f"{file}: {origin}"

@@ -302,8 +302,15 @@ USES_GPU_MODEL = TRAIN_RESOURCES.sets("gpu_model")
 USES_SLURM_EXTRA = TRAIN_RESOURCES.sets("slurm_extra")
 
 
-def cli():
+def cli(settings: bool = False):
     """The `ssmbench` of the Python that runs Snakemake (no `ssmbench` on PATH needed; a
     SLURM job step runs the same path on a shared filesystem), with the suite this
-    workflow runs (so --config suite=... reaches jobs)."""
-    return f"{shlex.quote(sys.executable)} -m ssmbench --suite {shlex.quote(SUITE)}"
+    workflow runs (so --config suite=... reaches jobs) and, for the rules whose result
+    depends on the training settings (``settings``: tune, split, train), the settings of
+    the command line (--config max_epochs=... as ``--set``). The data and report rules
+    do not take them, so a command-line setting does not rerun a fetch or a prepare."""
+    sets = "".join(
+        f" --set {shlex.quote(f'{key}={json.dumps(value)}')}"
+        for key, value in ((config.get("command_line") or {}) if settings else {}).items()
+    )
+    return f"{shlex.quote(sys.executable)} -m ssmbench --suite {shlex.quote(SUITE)}{sets}"

@@ -16,7 +16,7 @@ rule split:
     resources:
         **config["resources"]["prepare"],
     params:
-        cli=cli(),
+        cli=cli(settings=True),
         # the fold, val_fraction, seed and fallback it is drawn with: a change draws it again
         settings=split_settings_of,
     shell:

@@ -19,7 +19,7 @@ rule train:
     log:
         f"{PATHS['logs']}/train/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.log",
     params:
-        cli=cli(),
+        cli=cli(settings=True),
     threads: train_threads
     priority: run_priority
     resources:

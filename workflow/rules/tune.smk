@@ -14,7 +14,7 @@ rule tune:
     log:
         f"{PATHS['logs']}/tune/{{benchmark}}/{{dataset}}/{{model}}.log",
     params:
-        cli=cli(),
+        cli=cli(settings=True),
     threads: tune_threads
     priority: run_priority
     resources:

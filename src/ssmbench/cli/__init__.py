@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--params", default="params.yaml", help="the config file (default: %(default)s)"
     )
     parser.add_argument("--suite", default=None, help="suite name (default: params.yaml's `suite`)")
+    parser.add_argument(
+        "--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
+        help="a training setting over every place of params.yaml, for this command "
+        "(explain shows it as 'command line'); repeatable",
+    )  # fmt: skip
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
         module.add_parser(sub)

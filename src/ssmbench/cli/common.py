@@ -17,10 +17,15 @@ def log(message: str) -> None:
 
 def load(args):
     """params.yaml (--params) with its suite (--suite), once the name arguments are checked."""
-    from ssmbench.config import load_params
+    from ssmbench.config import ConfigError, load_params
+    from ssmbench.precedence import command_line_settings
 
     check_names(args)
-    return load_params(args.params, suite=args.suite)
+    try:
+        command_line = command_line_settings(getattr(args, "settings", []) or [])
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return load_params(args.params, suite=args.suite, command_line=command_line)
 
 
 def check_names(args) -> None:

@@ -62,6 +62,8 @@ def _train(args, stop) -> int:
     from ssmbench.train.protocol import run_job
     from ssmbench.train.record import RecordWriteError
 
+    if args.max_epochs is not None:  # a command-line setting: recorded as one
+        args.settings = [*(getattr(args, "settings", None) or []), f"max_epochs={args.max_epochs}"]
     params = load(args)
     check_known(args, params)
     job = Job(args.benchmark, args.dataset, args.model, args.fold)
@@ -75,8 +77,6 @@ def _train(args, stop) -> int:
             f"stage first: `ssmbench tune --benchmark {args.benchmark} --dataset "
             f"{args.dataset} --model {args.model}`"
         )
-    if args.max_epochs is not None:
-        spec["settings"]["max_epochs"] = args.max_epochs
     record = _record_path(args, params, job)
     changed = source_changed(params, args.benchmark, args.dataset)
     if changed:
