@@ -9,7 +9,7 @@ from snakemake.utils import min_version, update_config
 
 from ssmbench.dvc_params import check_studies_tracked
 from ssmbench.project_lock import hold_for_snakemake
-from ssmbench.params_file import read_params_and_files, validate_schema
+from ssmbench.params_file import ConfigError, read_params_and_files, validate_schema
 from ssmbench.precedence import COMMAND_LINE_KEYS
 
 min_version("9.0")
@@ -34,6 +34,14 @@ PARAMS_SUITE = _params.get("suite")
 # (ssmbench.precedence: over every place of params.yaml, "command line" in `explain` and in
 # the records); the jobs get it as `ssmbench --set` (common.smk: cli).
 _command_line = {k: config.pop(k) for k in list(config) if k in COMMAND_LINE_KEYS}
+_unknown = sorted(set(config) - set(_params) - {"suite", "command_line"})
+if _unknown:
+    raise ConfigError(
+        f"snakemake --config {_unknown[0]}=...: {_unknown[0]!r} is neither a training setting "
+        f"({', '.join(sorted(COMMAND_LINE_KEYS))}) nor a key of params.yaml "
+        f"({', '.join(sorted(_params))}); a model's hyperparameters change under a name of "
+        "their own: a variant (base: <model>, docs/protocol.md)"
+    )
 if _command_line:
     config["command_line"] = {**(config.get("command_line") or {}), **_command_line}
 update_config(_params, config)

@@ -83,6 +83,13 @@ def test_snakemake_config_setting_reaches_the_jobs_and_is_announced(tmp_path):
     )  # fmt: skip
     assert bad.returncode != 0
     assert "command_line.max_epochs: 'many' is not of type 'integer'" in bad.stderr + bad.stdout
+    unknown = subprocess.run(
+        [snakemake, "-n", "--cores", "1", "--config", "max_epoch=5"],
+        cwd=project, env=tool_env(project), capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert unknown.returncode != 0
+    assert ("snakemake --config max_epoch=...: 'max_epoch' is neither a training setting"
+            in unknown.stderr + unknown.stdout)  # fmt: skip
 
 
 @pytest.mark.integration
