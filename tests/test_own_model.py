@@ -168,7 +168,7 @@ def test_the_worked_example_trains_in_the_workflow_and_has_its_row_in_table5(tmp
     shutil.copytree(EXAMPLE, project / "examples" / "own_model")
     study = project / "examples" / "own_model" / "study.yaml"
     body = yaml.safe_load(study.read_text())
-    body["suites"]["own-model"]["overrides"]["max_epochs"] = 2
+    body["suites"]["own-model"]["overrides"] = {"max_epochs": 2}
     body["suites"]["own-model"]["folds"] = [0]
     body["suites"]["own-model"]["benchmarks"] = {"uea": ["BasicMotions"]}
     study.write_text(yaml.safe_dump(body, sort_keys=False))
