@@ -34,6 +34,9 @@ PARAMS_SUITE = _params.get("suite")
 # (ssmbench.precedence: over every place of params.yaml, "command line" in `explain` and in
 # the records); the jobs get it as `ssmbench --set` (common.smk: cli).
 _command_line = {k: config.pop(k) for k in list(config) if k in COMMAND_LINE_KEYS}
+# --config replace=true: a suite may replace records another suite made with other
+# settings (common.smk refuses that otherwise)
+REPLACE_RECORDS = bool(config.pop("replace", False))
 _unknown = sorted(set(config) - set(_params) - {"suite", "command_line"})
 if _unknown:
     raise ConfigError(

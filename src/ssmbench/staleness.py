@@ -494,6 +494,57 @@ def record_state(record_path: str | Path, spec: dict, root: str | Path = ".") ->
     return RecordState(not reasons, tuple(reasons), tuple(edited))
 
 
+def record_suite(record: dict) -> str | None:
+    """The suite that made a record: the ``--suite`` of the command line it records
+    (``argv``; the workflow passes it to every job), None where it names none."""
+    argv = record.get("argv")
+    if isinstance(argv, list) and "--suite" in argv[:-1]:
+        suite = argv[argv.index("--suite") + 1]
+        return suite if isinstance(suite, str) else None
+    return None
+
+
+def other_suites_record(record_path: str | Path, spec: dict, suite: str) -> str | None:
+    """Why a run of ``suite`` must not replace the record at ``record_path``: another
+    suite made it (`record_suite`) with other settings or model hyperparameters than
+    ``spec`` asks for, so training would replace that suite's finished result with a
+    result of other settings at the same path. None when there is no record, it is the
+    same suite's (a changed params.yaml makes its own record stale, as it should), its
+    suite is not known, or it was made with these settings."""
+    try:
+        record = json.loads(Path(record_path).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    made_by = record_suite(record)
+    if made_by is None or made_by == suite:
+        return None
+    protocol = record.get("protocol")
+    if isinstance(protocol, dict):
+        protocol = {k: v for k, v in protocol.items() if k not in EXECUTION_KEYS}
+    changed = [
+        f"{name}{_keys_changed(made_with, asked)}"
+        for name, made_with, asked in (
+            ("model hyperparameters", record.get("model_params"), spec["model_params"]),
+            ("protocol settings", protocol, tracked_settings(spec)["settings"]),
+        )
+        if made_with != asked
+    ]
+    if not changed:
+        return None
+    asked = ", ".join(changed)
+    return f"{record_path}: made by suite {made_by!r}; suite {suite!r} asks for other {asked}"
+
+
+#: what to do when a suite would replace another suite's record (`other_suites_record`)
+KEEP_BOTH = (
+    "to keep both, train the changed settings under a model name of their own: a variant in "
+    "the suite (variants: {{{model}-mine: {{base: {model}}}}}, with its settings in "
+    "model_overrides: {{{model}-mine: {{...}}}}); to replace the records, {replace}"
+)
+
+
 def record_is_stale(record_path: str | Path, spec: dict) -> bool:
     """`record_state` as a yes/no: True if the record is not current."""
     return not record_state(record_path, spec).current

@@ -33,6 +33,8 @@ from ssmbench.report.outputs import figure_captions, output_paths, report_dirs
 from ssmbench.resources import TrainResources
 from ssmbench.series_lengths import check_model_lengths
 from ssmbench.staleness import (
+    KEEP_BOTH,
+    other_suites_record,
     search_marker_path,
     settings_marker_path,
     sync_marker,
@@ -112,6 +114,26 @@ def spec_of(job):
     """job_spec once per job: Snakemake evaluates input functions more than once per job
     (5,000+ jobs on the paper grid)."""
     return job_spec(config, job)
+
+
+# A finished record is never replaced by a run of other settings for another suite
+# (ssmbench.staleness.other_suites_record): refused before any job runs, unless
+# --config replace=true (then each train job gets --replace).
+if workflow.is_main_process and not REPLACE_RECORDS:
+    _others = [
+        problem
+        for job in GRID
+        if (problem := other_suites_record(job.record_path(PATHS["runs"]), spec_of(job), SUITE))
+    ]
+    if _others:
+        _model = next(job.model for job in GRID
+                      if other_suites_record(job.record_path(PATHS["runs"]), spec_of(job), SUITE))
+        raise ConfigError(
+            f"suite {SUITE!r} would replace {len(_others)} finished record(s) of another suite "
+            "made with other settings:\n  " + "\n  ".join(_others[:5])
+            + (f"\n  ... {len(_others) - 5} more" if len(_others) > 5 else "")
+            + "\n" + KEEP_BOTH.format(model=_model, replace="snakemake --config replace=true")
+        )
 
 
 def settings_marker(wildcards):

@@ -20,6 +20,8 @@ rule train:
         f"{PATHS['logs']}/train/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.log",
     params:
         cli=cli(settings=True),
+        # --config replace=true: a record another suite made with other settings is replaced
+        replace="--replace" if REPLACE_RECORDS else "",
     threads: train_threads
     priority: run_priority
     resources:
@@ -42,7 +44,7 @@ rule train:
         # workflow-code change reruns jobs.
         "SSMBENCH_ATTEMPT={resources.attempt} exec {params.cli} train --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} "
         "--model {wildcards.model} --fold {wildcards.fold} "
-        "--threads ${{SLURM_CPUS_PER_TASK:-{threads}}} --record {output.record} > {log} 2>&1"
+        "--threads ${{SLURM_CPUS_PER_TASK:-{threads}}} --record {output.record} {params.replace} > {log} 2>&1"
 
 
 rule runs:

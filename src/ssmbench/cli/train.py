@@ -35,6 +35,11 @@ def add_parser(sub) -> None:
         help="train even if the record is current (made with these settings and code)",
     )
     p.add_argument(
+        "--replace",
+        action="store_true",
+        help="replace a record another suite made with other settings (refused otherwise)",
+    )
+    p.add_argument(
         "--fast-malloc",
         action="store_true",
         help="keep large freed buffers in the heap: faster long sequences, higher peak memory "
@@ -57,7 +62,7 @@ def _train(args, stop) -> int:
     if args.fast_malloc:  # before torch is imported: the re-executed process pays it once
         restart_with_malloc_env(["-m", "ssmbench.cli", *sys.argv[1:]])
     from ssmbench.config import Job, job_spec, source_changed
-    from ssmbench.staleness import record_state
+    from ssmbench.staleness import other_suites_record, record_state
     from ssmbench.train.checkpoint import checkpoint_path
     from ssmbench.train.protocol import run_job
     from ssmbench.train.record import RecordWriteError
@@ -86,6 +91,15 @@ def _train(args, stop) -> int:
             f"against) the prepared copy of what was fetched; fetch and prepare it again "
             f"(`ssmbench fetch --benchmark {args.benchmark} --dataset {args.dataset}`, then "
             f"`ssmbench prepare`, or rerun the workflow) to train on the source as it is"
+        )
+    other = None if args.replace else other_suites_record(record, spec, params["suite"])
+    if other:
+        from ssmbench.config import ConfigError
+        from ssmbench.staleness import KEEP_BOTH
+
+        raise ConfigError(
+            f"{other}: not replaced; "
+            + KEEP_BOTH.format(model=args.model, replace="ssmbench train --replace")
         )
     if not args.force and record_state(record, spec).current:
         # a retried group job or a workflow-code change runs a finished run again
