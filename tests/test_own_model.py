@@ -217,3 +217,21 @@ def test_the_worked_example_trains_in_the_workflow_and_has_its_row_in_table5(tmp
     status = run(sys.executable, "-m", "ssmbench", "status")
     stale = [line.split()[1] for line in status.splitlines() if line.startswith("stale")]
     assert sorted(stale) == [f"uea/BasicMotions/{m}/fold0" for m in ("MeanPool-h8", "MeanPool")]
+
+
+def test_a_namespace_package_is_digested_by_its_folder(tmp_path, monkeypatch):
+    """A package without __init__.py: its modules are named from the folder it lies in."""
+    from ssmbench.dvc_params import _model_code
+    from ssmbench.models import FAMILIES
+    from ssmbench.staleness import digest_name, digested_modules, imported_family_root
+
+    (tmp_path / "nsmodels").mkdir()
+    for name in ("pool.py", "features.py"):
+        shutil.copy(EXAMPLE / "mymodels" / name, tmp_path / "nsmodels" / name)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(FAMILIES, "_imported", {})
+    family = "nsmodels.pool:MeanPoolLinear"
+    root = imported_family_root(family)
+    names = [digest_name(p, root) for p in digested_modules(family)]
+    assert names[-2:] == ["ext:nsmodels/features.py", "ext:nsmodels/pool.py"]
+    assert _model_code(family) == (tmp_path / "nsmodels").resolve()

@@ -249,5 +249,8 @@ def _model_code(family: str) -> Path:
     from ssmbench.models import FAMILIES
 
     module = FAMILIES[family].__module__
-    top = Path(sys.modules[module.split(".")[0]].__file__).resolve()
-    return top.parent if top.name == "__init__.py" else top
+    top = sys.modules[module.split(".")[0]]
+    if getattr(top, "__file__", None) is None:  # a namespace package: no __init__.py
+        return Path(next(iter(top.__path__))).resolve()
+    file = Path(top.__file__).resolve()
+    return file.parent if file.name == "__init__.py" else file

@@ -171,6 +171,8 @@ def imported_family_root(family: str) -> Path:
 
     module = FAMILIES[family].__module__
     top = sys.modules[module.split(".")[0]]
+    if getattr(top, "__file__", None) is None:  # a namespace package: no __init__.py
+        return Path(next(iter(top.__path__))).resolve().parent
     file = Path(top.__file__).resolve()
     return file.parent.parent if file.name == "__init__.py" else file.parent
 
