@@ -83,7 +83,8 @@ def test_a_study_file_dvc_yaml_does_not_list_is_refused_with_the_lines_to_add(tm
     assert message == (
         f"{root}/dvc.yaml: stages data, tune, train and report do not track params/mine.yaml, "
         "a study file of params.yaml's studies, so `dvc status` and `dvc repro` would not "
-        "see an edit to it; add this line to the params of each:\n"
+        "see an edit to it; add this line to the params of each (or run `ssmbench check "
+        "--add-to-dvc`):\n"
         "      - params/mine.yaml:"
     )
     _add_lines(root / "dvc.yaml", message)
@@ -114,7 +115,7 @@ def test_studies_itself_and_a_partial_key_list_are_untracked(tmp_path):
     assert untracked[0].message() == (
         "dvc.yaml: stage train does not track params.yaml's studies (the list of study "
         "files), so `dvc status` and `dvc repro` would not see an edit to it; add this line "
-        "to the params of that stage:\n      - studies"
+        "to the params of that stage (or run `ssmbench check --add-to-dvc`):\n      - studies"
     )
     # a key list that holds every top-level key of the file tracks it all
     text = text.replace("          - suites\n", "          - suites\n          - models\n", 1)
@@ -187,3 +188,38 @@ def test_a_study_file_of_ones_own_reaches_dvc_status(tmp_path):
             status,
         )
     assert "1 stale" in run([*ssmbench, "status"])
+
+
+def test_add_to_dvc_writes_the_lines_check_asks_for_and_nothing_else(tmp_path):
+    """`ssmbench check --add-to-dvc`: the missing study file goes at the end of each
+    stage's params, comments and every other line kept; run again, it adds nothing; a
+    stage without a params list is refused with the file left as it was."""
+    import shutil
+
+    from ssmbench.dvc_params import add_missing_lines, untracked_studies
+    from ssmbench.params_file import ConfigError
+
+    for name in ("params.yaml", "dvc.yaml"):
+        shutil.copy(REPO / name, tmp_path / name)
+    shutil.copytree(REPO / "params", tmp_path / "params")
+    (tmp_path / "params" / "mine.yaml").write_text("models: {}\n")
+    text = (tmp_path / "params.yaml").read_text()
+    (tmp_path / "params.yaml").write_text(text.replace(
+        "studies: [params/ms4.yaml, params/tides.yaml]",
+        "studies: [params/ms4.yaml, params/tides.yaml, params/mine.yaml]"))  # fmt: skip
+    before = (tmp_path / "dvc.yaml").read_text().splitlines()
+    added = add_missing_lines(tmp_path / "params.yaml")
+    assert added == [f"{s}: - params/mine.yaml:" for s in ("data", "tune", "train", "report")]
+    after = (tmp_path / "dvc.yaml").read_text().splitlines()
+    assert [line for line in after if line not in before] == ["      - params/mine.yaml:"] * 4
+    assert [line for line in after if line != "      - params/mine.yaml:"] == before
+    assert untracked_studies(tmp_path / "params.yaml") == []
+    assert add_missing_lines(tmp_path / "params.yaml") == []
+    inline = (
+        "stages:\n  data:\n    cmd: snakemake --cores all prepared\n"
+        "    params: [suite, studies, {params/ms4.yaml: null}, {params/tides.yaml: null}]\n"
+    )
+    (tmp_path / "dvc.yaml").write_text(inline)
+    with pytest.raises(ConfigError, match="stage data has no `params:` list this can add to"):
+        add_missing_lines(tmp_path / "params.yaml")
+    assert (tmp_path / "dvc.yaml").read_text() == inline

@@ -38,6 +38,8 @@ from ssmbench.params_file import STUDY_SECTIONS, ConfigError
 DVC_PIPELINE, DVC_PARAMS = "dvc.yaml", "params.yaml"
 #: params.yaml keys whose stage reads the suite, hence the study files.
 SUITE_KEYS = frozenset({"suite", "studies", *STUDY_SECTIONS})
+#: the command that writes the lines a message asks for (`add_missing_lines`)
+ADD_HINT = "(or run `ssmbench check --add-to-dvc`)"
 #: How a line of a stage's ``params`` is indented in the repository's dvc.yaml.
 PARAMS_INDENT = " " * 6
 
@@ -66,7 +68,7 @@ class Untracked:
         where = "that stage" if one else "each"
         return (
             f"{pipeline}: {stages} not track {what}, so `dvc status` and `dvc repro` would "
-            f"not see an edit to it; add this line to the params of {where}:"
+            f"not see an edit to it; add this line to the params of {where} {ADD_HINT}:"
             f"\n{PARAMS_INDENT}{self.line}"
         )
 
@@ -193,7 +195,7 @@ class UntrackedCode:
             f"{'model' if len(self.models) == 1 else 'models'} {', '.join(self.models)} "
             f"(family {self.family}), so `dvc repro` would not rerun "
             f"{'it' if one else 'them'} after an edit to it; add this line to the deps of "
-            f"{'that stage' if one else 'each'}:\n{PARAMS_INDENT}- {self.path}"
+            f"{'that stage' if one else 'each'} {ADD_HINT}:\n{PARAMS_INDENT}- {self.path}"
         )
 
 
@@ -254,3 +256,82 @@ def _model_code(family: str) -> Path:
         return Path(next(iter(top.__path__))).resolve()
     file = Path(top.__file__).resolve()
     return file.parent if file.name == "__init__.py" else file
+
+
+def add_missing_lines(
+    params_path: str | os.PathLike = DVC_PARAMS, params: dict | None = None
+) -> list[str]:
+    """Write into dvc.yaml (beside ``params_path``) the lines `check_studies_tracked` asks
+    for: each untracked study file (and ``studies``) at the end of the ``params`` of the
+    stages that miss it, each model's code at the end of their ``deps``; comments and
+    the rest of the file as they were. Returns ``["<stage>: <line>", ...]`` for what was
+    added. The file is replaced atomically, and only when the result tracks everything;
+    a dvc.yaml whose stages are not laid out as blocks this can find (``params:`` or
+    ``deps:`` under ``  <stage>:``) is left untouched with a ConfigError naming the stage."""
+    from ssmbench.io import atomic_write_text
+
+    params_path = Path(params_path)
+    pipeline = params_path.parent / DVC_PIPELINE
+    wanted: list[tuple[str, str, str]] = [
+        (stage, "params", u.line) for u in untracked_studies(params_path) for stage in u.stages
+    ]
+    if params is not None:
+        wanted += [
+            (stage, "deps", f"- {c.path}")
+            for c in untracked_model_code(params_path, params)
+            for stage in c.stages
+        ]
+    if not wanted:
+        return []
+    lines = pipeline.read_text(encoding="utf-8").splitlines(keepends=True)
+    added = []
+    for stage, block, line in wanted:
+        at = _block_end(lines, stage, block)
+        if at is None:
+            raise ConfigError(
+                f"{pipeline}: stage {stage} has no `{block}:` list this can add to; add "
+                f"`{line}` under its {block} by hand"
+            )
+        lines.insert(at, f"{PARAMS_INDENT}{line}\n")
+        added.append(f"{stage}: {line}")
+    text = "".join(lines)
+    parsed = yaml.safe_load(text)  # what DVC will read: still the same stages
+    if not isinstance(parsed, dict) or set(parsed.get("stages") or {}) != set(
+        (yaml.safe_load(pipeline.read_text(encoding="utf-8")) or {}).get("stages") or {}
+    ):
+        raise ConfigError(f"{pipeline}: adding the lines would change its stages; add them by hand")
+    original = pipeline.read_text(encoding="utf-8")
+    atomic_write_text(pipeline, text)
+    if untracked_studies(params_path) or (
+        params is not None and untracked_model_code(params_path, params)
+    ):
+        atomic_write_text(pipeline, original)
+        raise ConfigError(f"{pipeline}: the lines added did not track everything; restored it, "
+                          "add them by hand")  # fmt: skip
+    return added
+
+
+def _block_end(lines: list[str], stage: str, block: str) -> int | None:
+    """The index after the last item of ``block`` (``params`` or ``deps``) of ``stage`` in
+    dvc.yaml's ``lines`` (a stage at two spaces, its keys at four, items at six or more,
+    comments and blank lines within); None when the stage or the block is not there."""
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == f"  {stage}:"), None)
+    if start is None:
+        return None
+    k = start + 1
+    while k < len(lines) and (not lines[k].strip() or lines[k].startswith("    ")):
+        if lines[k].rstrip() == f"    {block}:":
+            end = k + 1
+            j = k + 1
+            while j < len(lines) and (
+                not lines[j].strip()
+                or lines[j].startswith("      ")
+                or lines[j].lstrip().startswith("#")
+                and lines[j].startswith("      ")
+            ):
+                if lines[j].strip() and not lines[j].lstrip().startswith("#"):
+                    end = j + 1
+                j += 1
+            return end
+        k += 1
+    return None

@@ -7,7 +7,13 @@ from ssmbench.cli.common import load
 
 
 def add_parser(sub) -> None:
-    sub.add_parser("check", help="validate params.yaml").set_defaults(func=cmd_check)
+    p = sub.add_parser("check", help="validate params.yaml")
+    p.add_argument(
+        "--add-to-dvc", action="store_true",
+        help="first add to dvc.yaml the lines it lacks for the study files and for the code "
+        "of models of one's own (the lines check would otherwise ask for)",
+    )  # fmt: skip
+    p.set_defaults(func=cmd_check)
     sub.add_parser("grid", help="list the suite's run records").set_defaults(func=cmd_grid)
 
 
@@ -26,6 +32,11 @@ def cmd_check(args) -> int:
     from ssmbench.series_lengths import check_model_lengths
 
     params = load(args)
+    if getattr(args, "add_to_dvc", False):
+        from ssmbench.dvc_params import add_missing_lines
+
+        for line in add_missing_lines(args.params, params):
+            print(f"dvc.yaml: added to {line}")
     # an edit to a study file or to a model of one's own must reach `dvc status`
     check_studies_tracked(args.params, params)
     check_train_resources(params)
