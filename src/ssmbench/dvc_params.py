@@ -283,7 +283,8 @@ def add_missing_lines(
         ]
     if not wanted:
         return []
-    lines = pipeline.read_text(encoding="utf-8").splitlines(keepends=True)
+    original = pipeline.read_text(encoding="utf-8")
+    lines = original.splitlines(keepends=True)
     added = []
     for stage, block, line in wanted:
         at = _block_end(lines, stage, block)
@@ -297,10 +298,9 @@ def add_missing_lines(
     text = "".join(lines)
     parsed = yaml.safe_load(text)  # what DVC will read: still the same stages
     if not isinstance(parsed, dict) or set(parsed.get("stages") or {}) != set(
-        (yaml.safe_load(pipeline.read_text(encoding="utf-8")) or {}).get("stages") or {}
+        (yaml.safe_load(original) or {}).get("stages") or {}
     ):
         raise ConfigError(f"{pipeline}: adding the lines would change its stages; add them by hand")
-    original = pipeline.read_text(encoding="utf-8")
     atomic_write_text(pipeline, text)
     if untracked_studies(params_path) or (
         params is not None and untracked_model_code(params_path, params)

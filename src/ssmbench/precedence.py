@@ -184,7 +184,6 @@ def command_line_settings(pairs: list[str]) -> dict:
     """``KEY=VALUE`` pairs (``ssmbench --set``) as settings, each value read as YAML
     (``5``, ``1e-4``, ``true``, ``null``, text). Raises ValueError naming a pair that is
     not ``KEY=VALUE`` or a key that is not a training setting."""
-    import yaml
 
     found = {}
     for pair in pairs:
@@ -198,16 +197,23 @@ def command_line_settings(pairs: list[str]) -> dict:
                 f"{', '.join(sorted(COMMAND_LINE_KEYS))}); a model's hyperparameters change "
                 "under a name of their own: a variant (base: <model>)"
             )
-        value = yaml.safe_load(text)
-        if isinstance(value, str):  # YAML 1.1 reads 3e-4 (no dot) as text: a number here
-            for kind in (int, float):
-                try:
-                    value = kind(text)
-                    break
-                except ValueError:
-                    pass
-        found[key] = value
+        found[key] = read_value(text)
     return found
+
+
+def read_value(text: str):
+    """A command line's ``VALUE`` as YAML (``5``, ``1e-4``, ``true``, ``null``, text),
+    where YAML 1.1 would read a number without a dot (``3e-4``) as text: a number."""
+    import yaml
+
+    value = yaml.safe_load(text)
+    if isinstance(value, str):
+        for kind in (int, float):
+            try:
+                return kind(text)
+            except ValueError:
+                pass
+    return value
 
 
 def resolve_settings(

@@ -455,6 +455,23 @@ def _dataset_change(made_from, now: dict) -> str:
     return "dataset"
 
 
+def settings_changes(record: dict, spec: dict) -> list[str]:
+    """What of a record's model hyperparameters and protocol settings (but EXECUTION_KEYS)
+    differs from what ``spec`` asks for, one phrase each (``protocol settings (max_epochs:
+    2 -> 300)``); empty when both are the same."""
+    protocol = record.get("protocol")
+    if isinstance(protocol, dict):
+        protocol = {k: v for k, v in protocol.items() if k not in EXECUTION_KEYS}
+    return [
+        f"{name}{_keys_changed(made_with, asked)}"
+        for name, made_with, asked in (
+            ("model hyperparameters", record.get("model_params"), spec["model_params"]),
+            ("protocol settings", protocol, tracked_settings(spec)["settings"]),
+        )
+        if made_with != asked
+    ]
+
+
 def record_state(record_path: str | Path, spec: dict, root: str | Path = ".") -> RecordState:
     """Whether the record at ``record_path`` was made with the settings (but
     EXECUTION_KEYS), model hyperparameters, training code (`training_code_digest`) and
@@ -473,17 +490,7 @@ def record_state(record_path: str | Path, spec: dict, root: str | Path = ".") ->
         )
     if not isinstance(record, dict):
         return RecordState(False, ("record unreadable (not a JSON object); it will be rerun",))
-    protocol = record.get("protocol")
-    if isinstance(protocol, dict):
-        protocol = {k: v for k, v in protocol.items() if k not in EXECUTION_KEYS}
-    changed = [
-        f"{name}{_keys_changed(made_with, asked)}"
-        for name, made_with, asked in (
-            ("model hyperparameters", record.get("model_params"), spec["model_params"]),
-            ("protocol settings", protocol, tracked_settings(spec)["settings"]),
-        )
-        if made_with != asked
-    ]
+    changed = settings_changes(record, spec)
     if record.get("code_digest") != spec["code"]:
         changed.append(f"training code ({record.get('code_digest')} -> {spec['code']})")
     if spec.get("prepared_dir") is not None:
@@ -522,17 +529,7 @@ def other_suites_record(record_path: str | Path, spec: dict, suite: str) -> str 
     made_by = record_suite(record)
     if made_by is None or made_by == suite:
         return None
-    protocol = record.get("protocol")
-    if isinstance(protocol, dict):
-        protocol = {k: v for k, v in protocol.items() if k not in EXECUTION_KEYS}
-    changed = [
-        f"{name}{_keys_changed(made_with, asked)}"
-        for name, made_with, asked in (
-            ("model hyperparameters", record.get("model_params"), spec["model_params"]),
-            ("protocol settings", protocol, tracked_settings(spec)["settings"]),
-        )
-        if made_with != asked
-    ]
+    changed = settings_changes(record, spec)
     if not changed:
         return None
     asked = ", ".join(changed)

@@ -121,16 +121,16 @@ def spec_of(job):
 # --config replace=true (then each train job gets --replace).
 if workflow.is_main_process and not REPLACE_RECORDS:
     _others = [
-        problem
+        (job.model, problem)
         for job in GRID
         if (problem := other_suites_record(job.record_path(PATHS["runs"]), spec_of(job), SUITE))
     ]
     if _others:
-        _model = next(job.model for job in GRID
-                      if other_suites_record(job.record_path(PATHS["runs"]), spec_of(job), SUITE))
+        _model = _others[0][0]
+        _shown = [problem for _, problem in _others[:5]]
         raise ConfigError(
             f"suite {SUITE!r} would replace {len(_others)} finished record(s) of another suite "
-            "made with other settings:\n  " + "\n  ".join(_others[:5])
+            "made with other settings:\n  " + "\n  ".join(_shown)
             + (f"\n  ... {len(_others) - 5} more" if len(_others) > 5 else "")
             + "\n" + KEEP_BOTH.format(model=_model, replace="snakemake --config replace=true")
         )

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import sys
 
-import yaml
-
 from ssmbench.cli.common import log
 
 
@@ -21,7 +19,7 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
         help="a hyperparameter for the contract's models, over the class's TEST_PARAMS "
-        "(values read as YAML: 32, 0.1, true, text); repeatable",
+        "(values read as on ssmbench --set: 32, 1e-4, true, text); repeatable",
     )  # fmt: skip
     p.set_defaults(func=cmd_check_model)
 
@@ -29,13 +27,14 @@ def add_parser(sub) -> None:
 def _hyperparameters(family: str, overrides: list[str]) -> dict:
     from ssmbench.config import ConfigError
     from ssmbench.model_contract import contract_params
+    from ssmbench.precedence import read_value
 
     hyper = contract_params(family)
     for item in overrides:
         key, sep, text = item.partition("=")
         if not sep or not key:
             raise ConfigError(f"--set {item!r}: write it as KEY=VALUE (e.g. --set d_model=32)")
-        hyper[key] = yaml.safe_load(text)
+        hyper[key] = read_value(text)
     return hyper
 
 

@@ -28,8 +28,7 @@ Checksums and compressed files in ``archive_dir``:
   ``<Name>_<SPLIT>.ts.gz`` that exists is read, the two splits chosen separately. A plain
   file wins: it needs no decompression, and it is how a file refused by the caps below is
   supplied (decompressed by hand beside the compressed one). Large archive files are kept
-  compressed (MotorImagery's 415 MB TRAIN file is 3 MB as ``.xz``:
-  ``../shared/data/uea-xz``).
+  compressed (MotorImagery's 415 MB TRAIN file is 3 MB as ``.xz``).
 * A compressed file is decompressed streamed (:mod:`ssmbench.data.compressed`: chunk by
   chunk, hashing as it writes, never whole in memory, refused past a size cap and a
   compression-ratio cap, or when truncated or corrupt) into the raw folder's staged
@@ -37,8 +36,8 @@ Checksums and compressed files in ``archive_dir``:
   after the fetch reads it as it would a plain copy. Its checksum is that of the
   **decompressed** content, listed under the ``.ts`` name; the compressed file's own
   sha256 is also checked where a list names it (``<Name>/<Name>_TRAIN.ts.xz`` in
-  ``SHA256SUMS``, or in ``SHA256SUMS.xz`` / ``SHA256SUMS.gz`` beside it, the form of
-  ``../shared/data/uea-xz``). ``provenance.json``'s ``decompressed_from`` records, per raw
+  ``SHA256SUMS``, or in ``SHA256SUMS.xz`` / ``SHA256SUMS.gz`` beside it, the form of a
+  compressed copy of the archive). ``provenance.json``'s ``decompressed_from`` records, per raw
   file, the file read, its compression, its sha256 and size.
 """
 
