@@ -1,16 +1,17 @@
-"""How DVC's cache shares the data with the workspace (docs/development.md#dvc).
+"""What DVC keeps of the data (docs/development.md#the-cache-one-copy-of-large-data).
 
-* The repository's cache type makes no links: the tune stage's Optuna journals
-  (results/tuning) are appended in place, which through a hard link or symlink writes
-  into the cache.
+* The data (data/raw, data/prepared) are outputs DVC hashes but does not cache: their
+  md5s go into dvc.lock, so `dvc status` and `dvc repro` see a change, and no second copy
+  of them is made; they come back from their checksummed sources.
+* The cache (records, tuned settings, search journals: small) is shared with the workspace
+  by reflink or copy, never by a link: the tune stage's Optuna journals (results/tuning)
+  are appended in place, which through a hard link or symlink writes into the cache.
 * Staging files of a fetch or preparation in progress are ignored by DVC, so none is
-  ever cached (or, with hard links, written into the cache by a resumed download).
-* The documented opt-in for large data, hard links on one machine (`dvc config --local
-  cache.type hardlink,copy`), run for real with dvc and snakemake on a project copy: the
-  data stage and `dvc checkout --relink` leave one copy of each file (the workspace file
-  is the cache file), and a re-preparation, inside `dvc repro` or by Snakemake outside it
-  and then `dvc commit`, never changes a cache object (each still hashes to its name);
-  `dvc checkout --relink` makes one copy again of what DVC left as a copy.
+  ever hashed into dvc.lock.
+* Run for real with dvc and snakemake on a project copy: the data stage leaves the cache
+  without a byte of the data, each data file a file of its own (no link), dvc.lock with
+  their hashes; a hand edit of a prepared file shows in `dvc status`; a re-preparation in
+  `dvc repro` records the new hashes and still caches nothing.
 
 Real data: aeon's BasicMotions, through a private archive_dir whose TRAIN file is edited
 to make a re-preparation.
@@ -47,6 +48,19 @@ def test_the_repositorys_cache_type_makes_no_links():
     assert "results/tuning:\n          persist: true" in dvc_yaml
 
 
+def test_the_data_are_hashed_not_cached():
+    import yaml
+
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    outs = {}
+    for stage in stages.values():
+        for out in stage.get("outs", []):
+            name, opts = next(iter(out.items())) if isinstance(out, dict) else (out, {})
+            outs[name] = opts or {}
+    for data in ("data/raw", "data/prepared"):
+        assert outs[data] == {"persist": True, "cache": False}, (data, outs[data])
+
+
 def test_staging_files_are_ignored_by_dvc(tmp_path):
     from ssmbench.data.download import staged_path
     from ssmbench.data.monster import STAGING
@@ -72,32 +86,36 @@ def _files(root: Path) -> list[Path]:
     return sorted(p for p in root.rglob("*") if p.is_file() and not p.name.startswith("."))
 
 
-def _cache_objects(project: Path) -> list[Path]:
-    return sorted(p for p in (project / ".dvc" / "cache" / "files" / "md5").rglob("*")
-                  if p.is_file())  # fmt: skip
+def _md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
 
 
-def _check_cache(project: Path) -> None:
-    """Every cache object still holds what its name (its md5) says."""
-    for obj in _cache_objects(project):
-        name = obj.parent.name + obj.name.removesuffix(".dir")
-        assert hashlib.md5(obj.read_bytes()).hexdigest() == name, f"{obj} changed"
+def _cached_md5s(project: Path) -> set[str]:
+    """The md5s of the objects in the project's DVC cache (none when it has no cache)."""
+    root = project / ".dvc" / "cache" / "files" / "md5"
+    return {p.parent.name + p.name for p in root.rglob("*") if p.is_file()}
 
 
-def _one_copy(project: Path) -> int:
-    """Each data file is its cache object (same inode, read-only); returns the bytes."""
-    cache = {os.stat(p).st_ino for p in _cache_objects(project)}
+def _locked(project: Path, out: str) -> str:
+    import yaml
+
+    lock = yaml.safe_load((project / "dvc.lock").read_text())
+    (entry,) = [o for o in lock["stages"]["data"]["outs"] if o["path"] == out]
+    return entry["md5"]
+
+
+def _nothing_cached(project: Path) -> None:
+    """No data file is in the cache, and none is a link (each a file of its own)."""
     files = _files(project / "data" / "raw") + _files(project / "data" / "prepared")
     assert files
+    cached = _cached_md5s(project)
     for path in files:
-        st = os.stat(path)
-        assert st.st_ino in cache and st.st_nlink >= 2, f"{path} is a copy of its own"
-        assert st.st_mode & 0o222 == 0, f"{path} is writable"
-    return sum(os.stat(p).st_size for p in files)
+        assert not path.is_symlink() and os.stat(path).st_nlink == 1, f"{path} is a link"
+        assert _md5(path) not in cached, f"{path} is in DVC's cache"
 
 
 @pytest.mark.integration
-def test_hard_links_on_one_machine_keep_one_copy_and_a_reprepare_keeps_the_cache(tmp_path):
+def test_the_data_stage_records_the_data_and_caches_none_of_it(tmp_path):
     import aeon.datasets
 
     archive = tmp_path / "archive"
@@ -113,37 +131,29 @@ def test_hard_links_on_one_machine_keep_one_copy_and_a_reprepare_keeps_the_cache
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     _dvc(["init", "-q"], project, env)
     _dvc(["config", "core.analytics", "false"], project, env)
-    _dvc(["config", "--local", "cache.type", "hardlink,copy"], project, env)
 
     _dvc(["repro", "data"], project, env)
-    _dvc(["checkout", "--relink", "data/raw", "data/prepared"], project, env)
-    size = _one_copy(project)
-    x = project / "data" / "prepared" / "uea" / UEA / "X.npy"
-    first_x = hashlib.md5(x.read_bytes()).hexdigest()
-    assert size > x.stat().st_size > 0
-    _check_cache(project)
-
-    # a re-preparation by Snakemake outside dvc repro, into the linked folders (the
-    # large-data way: no copy of the unchanged files), then dvc commit
-    train = archive / UEA / f"{UEA}_TRAIN.ts"
-    train.write_text(train.read_text().replace("0.", "1.", 1))
-    proc = subprocess.run(["snakemake", "--cores", "1", "prepared"], cwd=project, env=env,
-                          capture_output=True, text=True, timeout=600)  # fmt: skip
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert hashlib.md5(x.read_bytes()).hexdigest() != first_x  # prepared again
-    _check_cache(project)  # the old objects untouched by the new files
-    assert (project / ".dvc" / "cache" / "files" / "md5" / first_x[:2] / first_x[2:]).is_file()
-    _dvc(["commit", "-f", "data"], project, env)
-    _check_cache(project)
-    # a file fetched again with content the cache holds stays a copy until relinked
-    _dvc(["checkout", "--relink", "data/raw", "data/prepared"], project, env)
-    _one_copy(project)
+    _nothing_cached(project)
+    prepared = _locked(project, "data/prepared")
+    assert prepared.endswith(".dir") and _locked(project, "data/raw").endswith(".dir")
     assert "up to date" in _dvc(["status", "data"], project, env)
 
-    # a re-preparation inside dvc repro: DVC copies the linked outputs first (persist)
-    train.write_text(train.read_text().replace("1.", "2.", 1))
+    # a hand edit of a prepared file: DVC sees it
+    labels = project / "data" / "prepared" / "uea" / UEA / "meta.json"
+    kept = labels.read_bytes()
+    labels.write_bytes(kept + b" ")
+    assert "modified:           data/prepared" in _dvc(["status", "data"], project, env)
+    labels.write_bytes(kept)
+    assert "up to date" in _dvc(["status", "data"], project, env)
+
+    # a source edited: dvc repro fetches and prepares again, records the new hashes, and
+    # still keeps no copy
+    x = project / "data" / "prepared" / "uea" / UEA / "X.npy"
+    first_x = _md5(x)
+    train = archive / UEA / f"{UEA}_TRAIN.ts"
+    train.write_text(train.read_text().replace("0.", "1.", 1))
     _dvc(["repro", "-f", "data"], project, env)
-    _check_cache(project)
-    _dvc(["checkout", "--relink", "data/raw", "data/prepared"], project, env)
-    _one_copy(project)
+    assert _md5(x) != first_x
+    assert _locked(project, "data/prepared") != prepared
+    _nothing_cached(project)
     assert "up to date" in _dvc(["status", "data"], project, env)
