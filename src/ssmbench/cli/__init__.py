@@ -4,21 +4,25 @@
     ssmbench check-model FAMILY [--set KEY=VALUE ...]
                                         the model contract on a family (package.module:Class)
     ssmbench grid                       list the suite's jobs
+    ssmbench suites                     list the suites (file, runs, searches, description)
     ssmbench fetch   --benchmark B --dataset D [--force]
     ssmbench prepare --benchmark B --dataset D
     ssmbench split   --benchmark B --dataset D --fold K [--out DIR]
     ssmbench train   --benchmark B --dataset D --model M --fold K
     ssmbench explain --benchmark B --dataset D --model M [--fold K] [--format table|json]
-    ssmbench report  [--suite S] [--list-outputs | --show-tables | --published]
+    ssmbench report  [--list-outputs | --show-tables | --published]
     ssmbench complexity --channels C --classes K --length L | --table4 [--csv F]
     ssmbench datasets [--benchmark B] [--domain D] [--format table|csv]
-    ssmbench status  [--suite S] [--state STATE ...] [--format table|csv|json]
-    ssmbench plan    [--suite S] [--epochs max|records] [--cpu-machine M] [--gpu-machine M]
+    ssmbench status  [--state STATE ...] [--format table|csv|json]
+    ssmbench plan    [--epochs max|records] [--cpu-machine M] [--gpu-machine M]
                      [--check [DIR]]
 
-Every command but `datasets` and `check-model` reads params.yaml (--params) and the suite
-(--suite, default: params.yaml's `suite`); `datasets` prints the dataset catalog and
-`check-model` runs the model contract on a class; neither reads the config.
+Every command but `datasets`, `check-model` and `locked` reads params.yaml (--params), the
+suite (--suite, default: params.yaml's `suite`) and training settings over both (--set),
+each given before the command or after it (`ssmbench --suite S check` or `ssmbench check
+--suite S`; two different values are refused); `datasets` prints the dataset catalog,
+`check-model` runs the model contract on a class and `locked` runs a command under the
+project lock. Each command's --help ends with an example.
 Errors in the inputs exit with status 2 and one message naming what is wrong.
 --benchmark, --dataset, --model and --suite are names, never paths (ssmbench.data.names),
 and must be entries of params.yaml; `train --record` may only name the run's own record
@@ -47,40 +51,43 @@ from ssmbench.cli import (
     plan,
     report,
     status,
+    suites,
     train,
     tune,
 )
-from ssmbench.cli.common import log
+from ssmbench.cli.common import add_config_arguments, log, merge_config_arguments
 
 __all__ = ["build_parser", "main"]
 
 #: The command modules, in the order `ssmbench --help` lists their commands. Each one's
 #: ``add_parser(sub)`` adds its commands' parsers, whose ``func`` is the command.
 COMMANDS = (
-    check, check_model, data, train, tune, report, complexity, datasets, explain, status, plan,
-    locked,
+    check, check_model, suites, data, train, tune, report, complexity, datasets, explain, status,
+    plan, locked,
 )  # fmt: skip
+
+
+#: The commands that read no params.yaml: no --params, --suite or --set after them.
+READS_NO_CONFIG = frozenset({"check-model", "datasets", "locked"})
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ssmbench", description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "--params", default="params.yaml", help="the config file (default: %(default)s)"
-    )
-    parser.add_argument("--suite", default=None, help="suite name (default: params.yaml's `suite`)")
-    parser.add_argument(
-        "--set", dest="settings", action="append", default=[], metavar="KEY=VALUE",
-        help="a training setting over every place of params.yaml, for this command "
-        "(explain shows it as 'command line'); repeatable",
-    )  # fmt: skip
+    add_config_arguments(parser)
     sub = parser.add_subparsers(dest="command", required=True)
     for module in COMMANDS:
         module.add_parser(sub)
+    for name, command in sub.choices.items():
+        if name not in READS_NO_CONFIG:  # --params, --suite, --set after the verb too
+            add_config_arguments(command, after=True)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if (problem := merge_config_arguments(args)) is not None:
+        parser.error(problem)
     from ssmbench.config import ConfigError
     from ssmbench.data.errors import DataError
     from ssmbench.report.errors import RecordError

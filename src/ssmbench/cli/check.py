@@ -3,18 +3,23 @@
 
 from __future__ import annotations
 
-from ssmbench.cli.common import load
+from ssmbench.cli.common import example, load
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("check", help="validate params.yaml")
+    p = sub.add_parser(
+        "check", help="validate params.yaml and its studies; print the suite's runs and searches",
+        **example("ssmbench check --suite uea10"),
+    )  # fmt: skip
     p.add_argument(
         "--add-to-dvc", action="store_true",
         help="first add to dvc.yaml the lines it lacks for the study files and for the code "
         "of models of one's own (the lines check would otherwise ask for)",
     )  # fmt: skip
     p.set_defaults(func=cmd_check)
-    sub.add_parser("grid", help="list the suite's run records").set_defaults(func=cmd_grid)
+    sub.add_parser(
+        "grid", help="list the suite's run records", **example("ssmbench grid --suite tiny")
+    ).set_defaults(func=cmd_grid)
 
 
 def cmd_check(args) -> int:

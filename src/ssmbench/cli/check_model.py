@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 
-from ssmbench.cli.common import log
+from ssmbench.cli.common import example, log
 
 
 def add_parser(sub) -> None:
@@ -14,6 +14,9 @@ def add_parser(sub) -> None:
         "check-model",
         help="run the model contract on a family (a built-in name or package.module:Class)",
         description=__doc__.split("\n\n")[0],
+        **example(
+            "PYTHONPATH=examples/own_model ssmbench check-model mymodels.pool:MeanPoolLinear"
+        ),
     )
     p.add_argument("family", help="a built-in family (ms4, gru, ...) or package.module:Class")
     p.add_argument(

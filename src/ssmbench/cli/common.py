@@ -75,12 +75,82 @@ def inside(path: Path, params: dict, root_key: str) -> Path:
     return path
 
 
-def add_suite_argument(parser: argparse.ArgumentParser) -> None:
-    """--suite after the command too (`ssmbench plan --suite S`), as well as before it: left
-    out, the global --suite (or params.yaml's `suite`) stands."""
+#: What --benchmark, --dataset, --model and --fold name, for every command that takes them.
+RUN_ARGUMENTS = {
+    "benchmark": "a benchmark of params.yaml's `benchmarks` (uea, uea6, monster, physiome, ...)",
+    "dataset": "a dataset of that benchmark (e.g. BasicMotions; `ssmbench datasets` lists them)",
+    "model": "a model of params.yaml's `models` (e.g. MS4N, or a variant's name)",
+    "fold": "the fold, 0 to the benchmark's folds - 1; the run's seed is seed_base + fold",
+}
+
+#: The options every command that reads params.yaml takes, before the verb or after it.
+CONFIG_OPTIONS = ("params", "suite", "settings")
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, after: bool = False) -> None:
+    """--params, --suite and --set: before the command (``after`` False: the main parser's,
+    with their defaults) or after it (``after`` True: left out, the one before the command,
+    or its default, stands; ``merge_config_arguments`` refuses two different values)."""
+    suffix, default = ("_after", argparse.SUPPRESS) if after else ("", None)
     parser.add_argument(
-        "--suite", default=argparse.SUPPRESS, help="suite name (default: params.yaml's `suite`)"
-    )
+        "--params", dest="params" + suffix, metavar="FILE",
+        default=argparse.SUPPRESS if after else "params.yaml",
+        help="the config file (default: params.yaml)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--suite", dest="suite" + suffix, default=default, metavar="NAME",
+        help="a suite of params.yaml's studies (default: params.yaml's `suite`; `ssmbench "
+        "suites` lists them)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--set", dest="settings" + suffix, action="append",
+        default=argparse.SUPPRESS if after else [], metavar="KEY=VALUE",
+        help="a training setting over every place of params.yaml, for this command "
+        "(explain shows it as 'command line'); repeatable",
+    )  # fmt: skip
+
+
+def merge_config_arguments(args: argparse.Namespace) -> str | None:
+    """Folds the config options given after the command into those before it; returns what
+    is wrong (an option given on both sides with different values), else None. --set
+    collects both sides' settings."""
+    for name in CONFIG_OPTIONS:
+        after = getattr(args, name + "_after", None)
+        if after is None:
+            continue
+        delattr(args, name + "_after")
+        if name == "settings":
+            args.settings = [*args.settings, *after]
+            continue
+        before = getattr(args, name)
+        default = "params.yaml" if name == "params" else None
+        if before not in (default, after):
+            return (
+                f"--{name} is given twice, {before!r} before the command and {after!r} after "
+                f"it; give it once"
+            )
+        setattr(args, name, after)
+    return None
+
+
+def example(command: str) -> dict:
+    """A command's parser arguments for its --help to end with one example of its use."""
+    return {
+        "epilog": f"example:\n  {command}",
+        "formatter_class": argparse.RawDescriptionHelpFormatter,
+    }
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, *names: str, required: bool = True) -> None:
+    """--benchmark, --dataset, --model, --fold (those of ``names``), with their help."""
+    for name in names:
+        if name == "fold":
+            parser.add_argument(
+                "--fold", type=int, required=required, default=None if required else 0,
+                help=RUN_ARGUMENTS["fold"] + ("" if required else " (default 0)"),
+            )  # fmt: skip
+        else:
+            parser.add_argument(f"--{name}", required=required, help=RUN_ARGUMENTS[name])
 
 
 def thread_count(text: str) -> int:

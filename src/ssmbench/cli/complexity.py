@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ssmbench.cli.common import _integer, load, log
+from ssmbench.cli.common import _integer, example, load, log
 
 #: the largest --channels, --classes and --length: what each is, and how far the catalogued
 #: datasets reach (C 1,345, K 82, L 47,998). The bounds lie past every catalogued dataset
@@ -50,13 +50,17 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "complexity",
         help="params and MMac of models for one input shape, or beside the paper's Table 4",
+        **example("ssmbench complexity --channels 3 --classes 4 --length 1000 --models MS4N S4D"),
     )
     for option, letter in (("channels", "C"), ("classes", "K"), ("length", "L")):
         most, unit, _ = SHAPE_BOUNDS[option]
         p.add_argument(
             f"--{option}", type=shape_size(option), help=f"{letter}: 1 to {most:,} {unit}"
         )
-    p.add_argument("--models", nargs="*")
+    p.add_argument(
+        "--models", nargs="*", metavar="MODEL",
+        help="models of params.yaml's `models` (default: every model of the suite)",
+    )  # fmt: skip
     p.add_argument(
         "--table4",
         action="store_true",

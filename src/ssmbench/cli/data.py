@@ -6,14 +6,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ssmbench.cli.common import check_known, inside, load, log
+from ssmbench.cli.common import add_run_arguments, check_known, example, inside, load, log
 
 
 def add_parser(sub) -> None:
     for name, func in (("fetch", cmd_fetch), ("prepare", cmd_prepare)):
-        p = sub.add_parser(name, help=f"{name} one dataset")
-        p.add_argument("--benchmark", required=True)
-        p.add_argument("--dataset", required=True)
+        p = sub.add_parser(
+            name, help=f"{name} one dataset",
+            **example(f"ssmbench {name} --benchmark uea --dataset BasicMotions"),
+        )  # fmt: skip
+        add_run_arguments(p, "benchmark", "dataset")
         if name == "fetch":
             p.add_argument(
                 "--force",
@@ -25,10 +27,9 @@ def add_parser(sub) -> None:
         "split",
         help="one fold's train/validation/test rows of a dataset read in blocks, drawn once "
         "for its training jobs (the split rule)",
+        **example("ssmbench split --benchmark monster --dataset WISDM --fold 0"),
     )
-    p.add_argument("--benchmark", required=True)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--fold", required=True, type=int)
+    add_run_arguments(p, "benchmark", "dataset", "fold")
     p.add_argument(
         "--out",
         help="the split's folder, under paths.splits (default: "

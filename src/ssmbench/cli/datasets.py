@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import sys
 
-from ssmbench.cli.common import log
+from ssmbench.cli.common import example, log
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("datasets", help="list the datasets of both studies (reads no config)")
+    p = sub.add_parser(
+        "datasets", help="list the datasets of both studies (reads no config)",
+        **example("ssmbench datasets --benchmark uea6"),
+    )  # fmt: skip
     p.add_argument("--benchmark", help="only this benchmark (uea, monster, physiome, ...)")
     p.add_argument("--domain", help="only this domain (Audio, EEG, HAR, Satellite, ...)")
-    p.add_argument("--format", choices=("table", "csv"), default="table")
+    p.add_argument(
+        "--format", choices=("table", "csv"), default="table", help="output (default: table)"
+    )
     p.set_defaults(func=cmd_datasets)
 
 

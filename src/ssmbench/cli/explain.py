@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ssmbench.cli.common import add_suite_argument, check_known, load, log
+from ssmbench.cli.common import add_run_arguments, check_known, example, load, log
 
 
 def add_parser(sub) -> None:
@@ -15,13 +15,13 @@ def add_parser(sub) -> None:
         "explain",
         help="one run's training settings and model hyperparameters, each with the "
         "params.yaml key (or tuned file) it came from",
+        **example("ssmbench explain --benchmark uea --dataset BasicMotions --model MS4N"),
     )
-    add_suite_argument(p)
-    p.add_argument("--benchmark", required=True)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--model", required=True)
-    p.add_argument("--fold", type=int, default=0, help="fold (default 0)")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    add_run_arguments(p, "benchmark", "dataset", "model")
+    add_run_arguments(p, "fold", required=False)
+    p.add_argument(
+        "--format", choices=("table", "json"), default="table", help="output (default: table)"
+    )
     p.set_defaults(func=cmd_explain)
 
 

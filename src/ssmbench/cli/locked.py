@@ -9,7 +9,7 @@ import argparse
 import signal
 import subprocess
 
-from ssmbench.cli.common import log
+from ssmbench.cli.common import example, log
 
 
 def add_parser(sub) -> None:
@@ -18,8 +18,12 @@ def add_parser(sub) -> None:
         help="run COMMAND holding the project lock (.ssmbench/project.lock in the working "
         "directory); refused while another snakemake or DVC stage holds it (snakemake takes "
         "the lock itself: not for snakemake)",
+        **example("ssmbench locked -- ssmbench report"),
     )
-    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...")
+    p.add_argument(
+        "cmd", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
+        help="the command and its arguments, after --",
+    )  # fmt: skip
     p.set_defaults(func=cmd_locked)
 
 

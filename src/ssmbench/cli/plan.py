@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ssmbench.cli.common import add_suite_argument, load, log
+from ssmbench.cli.common import example, load, log
 
 
 def add_parser(sub) -> None:
@@ -14,8 +14,8 @@ def add_parser(sub) -> None:
         "plan",
         help="what the suite will cost: runs, jobs, CPU- and GPU-hours per size class and "
         "model, the runs over their runtime (from the calibration table; reads no dataset)",
+        **example("ssmbench plan --suite uea-paper --cpu-machine dev-cpu-2core --gpu-machine h200"),
     )
-    add_suite_argument(p)
     p.add_argument(
         "--epochs", choices=("max", "records"), default="max",
         help="max: every run to max_epochs (an upper bound; default); records: the median "

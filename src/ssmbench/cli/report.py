@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import shlex
 
-from ssmbench.cli.common import add_suite_argument, load, log
+from ssmbench.cli.common import example, load, log
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("report", help="metrics.csv, summary.json, tables, figures")
-    add_suite_argument(p)
+    p = sub.add_parser(
+        "report", help="metrics.csv, summary.json, tables, figures",
+        **example("ssmbench report --suite uea10 --show-tables"),
+    )  # fmt: skip
     which = p.add_mutually_exclusive_group()
     which.add_argument(
         "--list-outputs",

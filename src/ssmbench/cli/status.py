@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from ssmbench.cli.common import add_suite_argument, load, log
+from ssmbench.cli.common import example, load, log
 
 
 def add_parser(sub) -> None:
@@ -14,15 +14,18 @@ def add_parser(sub) -> None:
         help="each run of the suite: done / stale / failed / incomplete / missing / edited, "
         "with the last error line of each failed run and the file of each edited one (reads "
         "records, the files they name and logs, no dataset)",
+        **example("ssmbench status --suite uea10 --state failed stale"),
     )
-    add_suite_argument(p)
     p.add_argument(
         "--state",
         nargs="+",
         choices=("done", "stale", "failed", "incomplete", "missing", "edited"),
         help="list only runs in these states (the counts still cover every run)",
     )
-    p.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    p.add_argument(
+        "--format", choices=("table", "csv", "json"), default="table",
+        help="output (default: table)",
+    )  # fmt: skip
     p.set_defaults(func=cmd_status)
 
 

@@ -7,9 +7,11 @@ from datetime import datetime
 from pathlib import Path
 
 from ssmbench.cli.common import (
+    add_run_arguments,
     check_known,
     check_names,
     epoch_count,
+    example,
     inside,
     load,
     log,
@@ -19,11 +21,11 @@ from ssmbench.cli.common import (
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("train", help="one run: one model on one fold of one dataset")
-    p.add_argument("--benchmark", required=True)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--model", required=True)
-    p.add_argument("--fold", required=True, type=int)
+    p = sub.add_parser(
+        "train", help="one run: one model on one fold of one dataset",
+        **example("ssmbench train --benchmark uea --dataset BasicMotions --model MS4N --fold 0"),
+    )  # fmt: skip
+    add_run_arguments(p, "benchmark", "dataset", "model", "fold")
     p.add_argument("--record", help="record path (default: the contract's path under paths.runs)")
     p.add_argument("--threads", type=thread_count, default=1, help="torch threads (1 to the CPUs)")
     p.add_argument(

@@ -5,16 +5,25 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ssmbench.cli.common import check_known, inside, load, log, stoppable, thread_count
+from ssmbench.cli.common import (
+    add_run_arguments,
+    check_known,
+    example,
+    inside,
+    load,
+    log,
+    stoppable,
+    thread_count,
+)  # fmt: skip
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "tune", help="one hyperparameter search (Optuna, validation only) -> its tuned file"
+        "tune",
+        help="one hyperparameter search (Optuna, validation only) -> its tuned file",
+        **example("ssmbench tune --benchmark uea6 --dataset Heartbeat --model TIDES"),
     )
-    p.add_argument("--benchmark", required=True)
-    p.add_argument("--dataset", required=True)
-    p.add_argument("--model", required=True)
+    add_run_arguments(p, "benchmark", "dataset", "model")
     p.add_argument("--threads", type=thread_count, default=1, help="torch threads (1 to the CPUs)")
     p.add_argument(
         "--force", action="store_true", help="search again even if the tuned file is current"
