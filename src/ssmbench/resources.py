@@ -127,17 +127,33 @@ class TrainResources:
 
     def of(self, benchmark: str, dataset: str, model: str) -> dict:
         """The resolved resources of one run, before any retry (a copy)."""
+        return {k: v for k, (v, _) in self.with_origins(benchmark, dataset, model).items()}
+
+    def with_origins(self, benchmark: str, dataset: str, model: str) -> dict[str, tuple]:
+        """Each resolved resource of one run with the params.yaml key that set it:
+        {key: (value, 'resources.train.sizes.small')}, last place winning."""
         key = (benchmark, dataset, model)
         if key not in self._resolved:
             size = self.size_class(benchmark, dataset)
             model_entry = (self._train.get("models") or {}).get(model, {})
-            resolved = dict(self._train["default"])
-            resolved.update(
-                {k: v for k, v in self._train["sizes"][size].items() if k not in CLASS_KEYS}
+            where = "resources.train"
+            places = (
+                (f"{where}.default", self._train["default"]),
+                (f"{where}.sizes.{size}", self._train["sizes"][size]),
+                (f"{where}.models.{model}", model_entry),
+                (
+                    f"{where}.models.{model}.sizes.{size}",
+                    model_entry.get("sizes", {}).get(size, {}),
+                ),
             )
-            resolved.update({k: v for k, v in model_entry.items() if k != "sizes"})
-            resolved.update(model_entry.get("sizes", {}).get(size, {}))
-            resolved.setdefault("cpus_per_task", resolved["threads"])
+            resolved: dict[str, tuple] = {}
+            for origin, place in places:
+                resolved.update(
+                    {k: (v, origin) for k, v in place.items() if k not in (*CLASS_KEYS, "sizes")}
+                )
+            if "cpus_per_task" not in resolved:
+                threads, origin = resolved["threads"]
+                resolved["cpus_per_task"] = (threads, f"{origin} threads (cpus_per_task unset)")
             self._resolved[key] = resolved
         return dict(self._resolved[key])
 

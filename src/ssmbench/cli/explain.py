@@ -1,5 +1,5 @@
-"""`ssmbench explain`: one run's training settings and model hyperparameters, each with the
-place it came from."""
+"""`ssmbench explain`: one run's training settings and model hyperparameters, and what it
+gets (batch size, its job's resources), each with the place it came from."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from ssmbench.cli.common import add_run_arguments, check_known, example, load, l
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "explain",
-        help="one run's training settings and model hyperparameters, each with the "
-        "params.yaml key (or tuned file) it came from",
+        help="one run's training settings, model hyperparameters, batch size and job "
+        "resources, each with the params.yaml key (or tuned file) it came from",
         **example("ssmbench explain --benchmark uea --dataset BasicMotions --model MS4N"),
     )
     add_run_arguments(p, "benchmark", "dataset", "model")
@@ -32,6 +32,7 @@ def cmd_explain(args) -> int:
     from ssmbench.config import Job, job_spec, suite_grid
     from ssmbench.params_file import read_params_and_files
     from ssmbench.precedence import format_origins
+    from ssmbench.run_allocation import allocation
 
     params = load(args)
     check_known(args, params)
@@ -43,10 +44,18 @@ def cmd_explain(args) -> int:
             f"of suite {params['suite']} (not in its grid: `ssmbench grid`); shown as the "
             f"suite would resolve it")  # fmt: skip
     spec = job_spec(params, job)
+    gets = allocation(params, spec)
     if args.format == "json":
         keys = ("benchmark", "dataset", "model", "fold", "settings", "model_params", "origins")
         print(json.dumps({"suite": params["suite"], **{k: spec[k] for k in keys},
-                          "tuned": spec.get("tuned")}, indent=1))  # fmt: skip
+                          "tuned": spec.get("tuned"),
+                          "allocation": {k: {"value": v, "origin": o} for k, v, o in gets}},
+                         indent=1))  # fmt: skip
     else:
         sys.stdout.write(format_origins(spec, params["suite"], files, str(args.params)))
+        width_key = max(len(k) for k, _, _ in gets)
+        width_value = max(len(v) for _, v, _ in gets)
+        print("\nwhat the run gets (batch size; its job's resources: params.yaml resources)")
+        for key, value, origin in gets:
+            print(f"  {key:<{width_key}}  {value:<{width_value}}  {origin}")
     return 0
