@@ -46,6 +46,7 @@ EXECUTION_KEYS = ("checkpoint_every", "checkpoint_min_seconds")
 NOT_RESULT_CODE = {
     "train/provenance.py": "provenance only: where and with what a run was made",
     "train/stop.py": "when a run stops on a signal, not what it computes",
+    "train/progress.py": "how a run shows its progress, not what it computes",
 }
 #: single modules a result depends on beyond the train package (relative to the package)
 RESULT_MODULES = (

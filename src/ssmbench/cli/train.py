@@ -66,6 +66,7 @@ def _train(args, stop) -> int:
     from ssmbench.config import Job, job_spec, source_changed
     from ssmbench.staleness import other_suites_record, record_state
     from ssmbench.train.checkpoint import checkpoint_path
+    from ssmbench.train.progress import ProgressBar, progress_log
     from ssmbench.train.protocol import run_job
     from ssmbench.train.record import RecordWriteError
 
@@ -111,14 +112,19 @@ def _train(args, stop) -> int:
     # The run's checkpoint (resume after SIGTERM/SIGUSR1, a time limit or a hard kill) is
     # paths.checkpoints/{benchmark}/{dataset}/{model}/fold{k}.pt: no rule passes it.
     checkpoint = inside(checkpoint_path(params["paths"]["checkpoints"], job), params, "checkpoints")
+    # on a terminal, a progress bar (epoch, losses, time left); in a log, a line per epoch
+    shown = progress_log(log, f"{job.model} {job.benchmark}/{job.dataset} fold {job.fold}")
     try:
         result = run_job(
-            spec, record, threads=args.threads, log=log, checkpoint_path=checkpoint, stop=stop
+            spec, record, threads=args.threads, log=shown, checkpoint_path=checkpoint, stop=stop
         )
     except RecordWriteError as exc:  # a full disk: the previous record is kept
         kept = f"; checkpoint {checkpoint} kept, a retry only tests" if checkpoint.is_file() else ""
         log(f"ssmbench train: error: {exc}{kept}")
         return 1
+    finally:
+        if isinstance(shown, ProgressBar):
+            shown.close()
     log(f"wrote {record}: test_error={result['test_error']:.4f} best_epoch={result['best_epoch']}")
     return 0
 
