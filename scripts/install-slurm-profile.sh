@@ -2,10 +2,13 @@
 # Install the project's SLURM profile template (profiles/slurm) as the general Snakemake
 # profile named `slurm`, so that `snakemake --profile slurm` finds it:
 #
-#   scripts/install-slurm-profile.sh [--partition NAME] [--dest DIR] [--force]
+#   scripts/install-slurm-profile.sh [--partition NAME] [--account NAME] [--dest DIR] [--force]
 #
 #   --partition NAME  submit to this partition (default-resources slurm_partition); without
 #                     it, jobs go to the cluster's default partition
+#   --account NAME    charge jobs to this account (default-resources slurm_account); without
+#                     it, the SLURM plugin tries to guess one and says so at each run
+#                     (harmless where the cluster needs no account: docs/cluster.md)
 #   --dest DIR        where to install (default: ${XDG_CONFIG_HOME:-~/.config}/snakemake/slurm,
 #                     the user's profile folder that Snakemake searches)
 #   --force           replace an installed profile that differs (it is kept as DIR.bak)
@@ -18,12 +21,16 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 TEMPLATE=$HERE/profiles/slurm/config.yaml
 DEST=${XDG_CONFIG_HOME:-$HOME/.config}/snakemake/slurm
 PARTITION=""
+ACCOUNT=""
+GUESSED="none, the plugin guesses one"
 FORCE=0
 
-usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
+# the header comment above, up to its first line that is not a comment
+usage() { awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; }
 while [ $# -gt 0 ]; do
   case $1 in
     --partition) PARTITION=${2:?--partition needs a name}; shift 2 ;;
+    --account) ACCOUNT=${2:?--account needs a name}; shift 2 ;;
     --dest) DEST=${2:?--dest needs a folder}; shift 2 ;;
     --force) FORCE=1; shift ;;
     -h | --help) usage; exit 0 ;;
@@ -33,6 +40,10 @@ done
 [ -f "$TEMPLATE" ] || { echo "install-slurm-profile: template $TEMPLATE is missing" >&2; exit 1; }
 if [ -n "$PARTITION" ] && ! [[ "$PARTITION" =~ ^[A-Za-z0-9_.-]+$ ]]; then
   echo "install-slurm-profile: --partition '$PARTITION' is not a SLURM partition name" >&2
+  exit 2
+fi
+if [ -n "$ACCOUNT" ] && ! [[ "$ACCOUNT" =~ ^[A-Za-z0-9_.-]+$ ]]; then
+  echo "install-slurm-profile: --account '$ACCOUNT' is not a SLURM account name" >&2
   exit 2
 fi
 
@@ -48,6 +59,14 @@ if [ -n "$PARTITION" ]; then
   }
 else
   cp "$TEMPLATE" "$new"
+fi
+if [ -n "$ACCOUNT" ]; then
+  # the template's commented slurm_account line becomes the setting
+  sed -i -E "s|^  # slurm_account: NAME .*$|  slurm_account: $ACCOUNT|; /^  #  +without it, the plugin guesses/d" "$new"
+  grep -q "^  slurm_account: $ACCOUNT\$" "$new" || {
+    echo "install-slurm-profile: no slurm_account line to fill in $TEMPLATE" >&2
+    exit 1
+  }
 fi
 
 if [ -f "$DEST/config.yaml" ]; then
@@ -68,4 +87,5 @@ mkdir -p "$DEST"
 cp "$new" "$DEST/config.yaml.tmp"
 mv "$DEST/config.yaml.tmp" "$DEST/config.yaml"
 echo "install-slurm-profile: installed $DEST/config.yaml" \
-  "(partition: ${PARTITION:-the cluster default}); run: snakemake --profile slurm"
+  "(partition: ${PARTITION:-the cluster default}; account: ${ACCOUNT:-$GUESSED});" \
+  "run: snakemake --profile slurm"

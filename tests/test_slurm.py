@@ -341,3 +341,21 @@ def test_slurm_profile_template_is_valid_for_the_plugin():
     ).stdout
     for key in profile:
         assert f"--{key}" in helped, f"profiles/slurm/config.yaml: {key} is no snakemake option"
+
+
+def test_the_profile_installer_fills_partition_and_account_and_helps(tmp_path):
+    script = REPO / "scripts" / "install-slurm-profile.sh"
+    helped = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=30)
+    assert helped.returncode == 0 and "--account NAME" in helped.stdout
+    assert "set -euo" not in helped.stdout and "#" not in helped.stdout  # the header only
+    dest = tmp_path / "slurm"
+    done = subprocess.run([script, "--dest", dest, "--partition", "gpu", "--account", "lab42"],
+                          capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "account: lab42" in done.stdout
+    installed = yaml.safe_load((dest / "config.yaml").read_text())["default-resources"]
+    assert installed["slurm_partition"] == "gpu" and installed["slurm_account"] == "lab42"
+    bad = subprocess.run([script, "--dest", tmp_path / "x", "--account", "a;b"],
+                         capture_output=True, text=True, timeout=30)  # fmt: skip
+    assert bad.returncode == 2 and "is not a SLURM account name" in bad.stderr
+    assert not (tmp_path / "x").exists()

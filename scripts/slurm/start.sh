@@ -108,8 +108,11 @@ if [ -e "$ETC_CONF" ] || [ -L "$ETC_CONF" ]; then
   elif [ -L "$ETC_CONF" ] && [ ! -e "$ETC_CONF" ]; then
     say "replacing the dangling link $ETC_CONF -> $(readlink "$ETC_CONF")"
   elif [ -L "$ETC_CONF" ] && [ -f "$(dirname "$(readlink "$ETC_CONF")")/.ssmbench-slurm" ]; then
-    die "$ETC_CONF points to another test SLURM ($(readlink "$ETC_CONF")); stop it with" \
-      "scripts/slurm/stop.sh $(dirname "$(readlink "$ETC_CONF")")"
+    other=$(dirname "$(readlink "$ETC_CONF")")
+    die "a test SLURM already runs on this machine (state in $other; one per machine, as" \
+      "it owns $ETC_CONF). Reuse it: \`snakemake --profile slurm\` submits to it as it is" \
+      "(\`scripts/slurm/start.sh $other\` says so and changes nothing); or wait until" \
+      "its owner stops it (scripts/slurm/stop.sh $other), then start this one"
   else
     die "$ETC_CONF exists and is not ours: this machine has its own SLURM configuration," \
       "which this script will not replace. Use that SLURM, or move the file away."
