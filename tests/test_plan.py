@@ -150,7 +150,7 @@ def test_a_run_over_its_runtime_is_listed_with_the_setting_to_change(tmp_path):
     small = params["resources"]["train"]["sizes"]["small"]
     line = next(ln for ln in text.splitlines() if ln.startswith("small"))
     n_small = sum(1 for e in bill.estimates if e.size_class == "small")
-    assert line.split()[1:3] == [str(n_small), str(math.ceil(n_small / 10))]  # group of 10
+    assert line.split()[1:4] == [str(n_small), "0", str(math.ceil(n_small / 10))]  # group of 10
     assert small["group"] is True
 
 
@@ -228,3 +228,46 @@ def test_calibrate_writes_the_projects_table_not_the_packages(tmp_path):
     assert TABLE.read_bytes() == before
     rows = read_table(tmp_path / "calibration" / "step_seconds.csv")
     assert [(p.machine, p.family, p.B) for p in rows] == [("mine", "s4d", 2)]
+
+
+def test_totals_are_lower_bounds_when_runs_are_not_estimated_and_minutes_when_small(tmp_path):
+    params = load_params(REPO / "params.yaml", suite="default")
+    text = format_bill(estimate(params, _default_costs(tmp_path)), params)  # S4D: no figure
+    total = next(ln for ln in text.splitlines() if ln.startswith("total"))
+    assert total.split()[1] == ">=" and total.split()[3] == ">="
+    assert ">=: lower bounds: 4 of 12 runs are not estimated and not counted" in text
+    assert "CPU-hours" in text
+    # the shipped table: make run's suite is minutes, every run estimated
+    small = format_bill(estimate(params, StepCosts.load(TABLE)), params)
+    assert "CPU-minutes" in small and "CPU-hours" not in small and ">=" not in small
+
+
+def test_searches_are_counted_apart_from_runs(tmp_path):
+    params = load_params(REPO / "params.yaml", suite="tides-bench-preview")
+    bill = estimate(params, StepCosts.load(TABLE))
+    text = format_bill(bill, params)
+    n_train = sum(1 for e in bill.estimates if e.stage == "train")
+    n_tune = sum(1 for e in bill.estimates if e.stage == "tune")
+    assert n_tune and text.startswith(f"Suite tides-bench-preview: {n_train} training runs, "
+                                      f"{n_tune} searches first")  # fmt: skip
+    rows = [ln.split() for ln in text.splitlines()[4:] if ln and ln.split()[0] in ("small",
+            "medium", "large")]  # fmt: skip
+    assert sum(int(r[1]) for r in rows) == n_train and sum(int(r[2]) for r in rows) == n_tune
+
+
+def test_the_mmac_cache_keeps_figures_and_misses_a_changed_model(tmp_path, monkeypatch):
+    params = load_params(REPO / "params.yaml", suite="default")
+    cache = tmp_path / "cache" / "mmac.json"
+    first = estimate(params, _default_costs(tmp_path), mmac_cache=cache)
+    assert cache.is_file()
+    import ssmbench.models
+
+    def no_build(*args, **kwargs):
+        raise AssertionError("a model was built although its MMac was kept")
+
+    monkeypatch.setattr(ssmbench.models, "build_model", no_build)
+    again = estimate(params, _default_costs(tmp_path), mmac_cache=cache)
+    assert [e.seconds for e in again.estimates] == [e.seconds for e in first.estimates]
+    params["models"]["MS4N"]["d_model"] = 32  # another model: counted again
+    changed = estimate(params, _default_costs(tmp_path), mmac_cache=cache).estimates
+    assert {e.job.model for e in changed if "a model was built" in (e.problem or "")} == {"MS4N"}

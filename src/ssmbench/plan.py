@@ -175,12 +175,29 @@ def row_counts(
 
 
 class _Work:
-    """Forward MMac per row of (model, dataset), computed once each (meta device)."""
+    """Forward MMac per row of (model, dataset), computed once each (meta device). With
+    ``cache_file`` (``ssmbench plan``: ``.ssmbench/cache/mmac.json`` in the project), a
+    figure is kept across runs under a key of everything it depends on: the family's code
+    digest (``staleness.training_code_digest``), the model's hyperparameters, C, L, the
+    outputs and the per-step mode; a changed model or code misses the key and is counted
+    again. Building ~500 models for a paper grid is most of a cold plan's time."""
 
-    def __init__(self, params: dict, suite: str | None = None):
+    def __init__(self, params: dict, suite: str | None = None, cache_file: Path | None = None):
         self.params = params
         self.suite = suite
         self._cache: dict[tuple[str, str], tuple[float | None, int, int]] = {}
+        self.cache_file = cache_file
+        self._kept: dict[str, float] = {}
+        self._new = 0
+        if cache_file is not None and cache_file.is_file():
+            import json
+
+            try:
+                kept = json.loads(cache_file.read_text())
+            except (OSError, ValueError):
+                kept = {}  # an unreadable cache is counted again, and rewritten
+            if isinstance(kept, dict):
+                self._kept = {k: v for k, v in kept.items() if isinstance(v, int | float)}
 
     def of(self, job: Job) -> tuple[float | None, int, int]:
         """(MMac per row or None for a fitted model, C, L); raises ConfigError."""
@@ -188,6 +205,33 @@ class _Work:
         if key not in self._cache:
             self._cache[key] = self._compute(job)
         return self._cache[key]
+
+    def save(self) -> None:
+        """Writes the figures counted in this run into ``cache_file`` (atomically)."""
+        if self.cache_file is None or not self._new:
+            return
+        import json
+
+        from ssmbench.io import atomic_write_text
+
+        self.cache_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.cache_file, json.dumps(self._kept, sort_keys=True), durable=False)
+
+    def _counted(self, family: str, model_params: dict, C: int, L: int, K: int, per_step: bool,
+                 count) -> float:  # fmt: skip
+        import hashlib
+        import json
+
+        from ssmbench.staleness import training_code_digest
+
+        key = hashlib.sha256(json.dumps(
+            [training_code_digest(family), model_params, C, L, K, per_step], sort_keys=True,
+            default=str,
+        ).encode()).hexdigest()[:32]  # fmt: skip
+        if key not in self._kept:
+            self._kept[key] = count()
+            self._new += 1
+        return self._kept[key]
 
     def _compute(self, job: Job):
         from ssmbench.complexity import mmac
@@ -206,9 +250,14 @@ class _Work:
         regression = size.task == "regression"
         K = C if regression else int(size.n_classes or 2)
         per_step = regression and supports_per_step(model_params)
-        try:
+
+        def count() -> float:
             model = build_model(job.model, C, K, L, model_params, per_step=per_step)
-            return mmac(model, C, L, device="meta", convention="full"), C, L
+            return mmac(model, C, L, device="meta", convention="full")
+
+        try:
+            return self._counted(model_params["family"], model_params, C, L, K, per_step,
+                                 count), C, L  # fmt: skip
         except Exception as exc:  # a model that cannot be built for this shape
             raise ConfigError(f"{job.model} on {job.dataset} (C {C}, L {L}): {exc}") from None
 
@@ -294,8 +343,10 @@ def estimate(
     cpu_machine: str | None = None,
     gpu_machine: str | None = None,
     epochs_from: str = "max",
+    mmac_cache: Path | None = None,
 ) -> Bill:
-    """The bill of ``suite`` (params.yaml's ``suite`` when None)."""
+    """The bill of ``suite`` (params.yaml's ``suite`` when None); ``mmac_cache``: the file
+    that keeps the models' MMac across runs (``_Work``)."""
     from ssmbench.config import suite_searches
     from ssmbench.search_space import search_of
     from ssmbench.train.batch_order import batch_size_for
@@ -317,7 +368,8 @@ def estimate(
         "cuda": gpu_machine or next((m for m, d in machines.items() if d == "cuda"), None),
     }
     resources = TrainResources(params)
-    work = _Work(params, suite)
+    work = _Work(params, suite, mmac_cache)
+    resolved: dict[tuple, tuple] = {}  # a run's settings and rows: the same for every fold
     from_records = _records_epochs(params, suite) if epochs_from == "records" else {}
     runs = [(job, "train", None) for job in suite_grid(params, suite)]
     for job in suite_searches(params, suite):
@@ -335,13 +387,23 @@ def estimate(
             gpus=gpus, runtime_min=float(res.get("runtime") or 0),
         )  # fmt: skip
         estimates.append(est)
-        settings = run_settings(params, job, suite)
         if search is not None:
-            settings.update(search.get("settings") or {})
             est.trials = int(search["n_trials"])
         family = params["models"][job.model]["family"]
+        key = (job.benchmark, job.dataset, job.model, stage)
+        if key not in resolved:
+            settings = run_settings(params, job, suite)
+            if search is not None:
+                settings.update(search.get("settings") or {})
+            try:
+                resolved[key] = (settings, row_counts(params, job, settings, suite), None)
+            except ConfigError as exc:
+                resolved[key] = (settings, None, str(exc))
+        settings, rows, problem = resolved[key]
         try:
-            est.n_train, est.n_val, est.n_test = row_counts(params, job, settings, suite)
+            if problem is not None:
+                raise ConfigError(problem)
+            est.n_train, est.n_val, est.n_test = rows
             mmac_row, C, L = work.of(job)
         except ConfigError as exc:
             est.problem = str(exc)
@@ -364,14 +426,18 @@ def estimate(
                 f"not estimated: no calibration for family {family!r} on {est.machine}; "
                 f"measure it with `{calibrate_command(est.machine, device, job.model, params)}`"
             )
+    work.save()
     return Bill(suite, estimates, chosen, _group_components())
 
 
 # ----------------------------------------------------------------------------- report
 
 
-def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:,.1f}"
+def _unit(bill: Bill) -> tuple[str, float]:
+    """The bill's unit: hours, or minutes for a bill under an hour of CPU and GPU time."""
+    cpu = sum(e.total_seconds * e.cpus for e in bill.estimates)
+    gpu = sum(e.total_seconds * e.gpus for e in bill.estimates)
+    return ("hours", 3600.0) if max(cpu, gpu) >= 3600 else ("minutes", 60.0)
 
 
 def _jobs(bill: Bill, params: dict, size_class: str, n_runs: int) -> int:
@@ -384,14 +450,24 @@ def _jobs(bill: Bill, params: dict, size_class: str, n_runs: int) -> int:
 
 def format_bill(bill: Bill, params: dict) -> str:
     """The bill as text: per size class, per model, the runs over their limit and the
-    runs not estimated."""
+    runs not estimated. Totals count the estimated runs and searches; where some are not
+    estimated they are lower bounds, marked >=, with how many are missing and why below.
+    Under an hour of CPU and GPU time, in minutes."""
     lines = []
     ests = bill.estimates
     train = [e for e in ests if e.stage == "train"]
     tune = [e for e in ests if e.stage == "tune"]
+    unit, per = _unit(bill)
+    short = "h" if unit == "hours" else "min"
+    missing_all = [e for e in ests if e.seconds is None]
+    bound = ">= " if missing_all else ""
+
+    def amount(seconds: float) -> str:
+        return f"{seconds / per:,.1f}"
+
     lines.append(
-        f"Suite {bill.suite}: {len(train)} training runs"
-        + (f", {len(tune)} searches ({sum(e.trials for e in tune)} trials)" if tune else "")
+        f"Suite {bill.suite}: {len(train):,} training runs"
+        + (f", {len(tune)} searches first ({sum(e.trials for e in tune):,} trials)" if tune else "")
     )
     for device, machine in bill.machines.items():
         lines.append(f"  {device} runs estimated with the figures of: {machine or '(none)'}")
@@ -405,8 +481,8 @@ def format_bill(bill: Bill, params: dict) -> str:
         return (label, len(group), len(group) - len(done), cpu_h, gpu_h, wall)
 
     header = (
-        f"{'size class':<12}{'runs':>7}{'jobs':>7}{'GPU':>5}{'limit min':>11}"
-        f"{'CPU-hours':>12}{'GPU-hours':>12}{'longest h':>11}{'no estimate':>13}"
+        f"{'size class':<12}{'runs':>7}{'searches':>10}{'jobs':>7}{'GPU':>5}{'limit min':>11}"
+        f"{'CPU-' + unit:>14}{'GPU-' + unit:>14}{'longest ' + short:>12}{'no estimate':>13}"
     )
     lines.append(header)
     totals = [0.0, 0.0]
@@ -416,21 +492,31 @@ def format_bill(bill: Bill, params: dict) -> str:
             continue
         _, n, missing, cpu_h, gpu_h, wall = row(size, group)
         n_train = sum(1 for e in group if e.stage == "train")
-        jobs = _jobs(bill, params, size, n_train) + sum(1 for e in group if e.stage == "tune")
+        n_tune = n - n_train
+        jobs = _jobs(bill, params, size, n_train) + n_tune
         limits = sorted({e.runtime_min for e in group})
         limit = "/".join(f"{v:g}" for v in limits)
         gpus = "/".join(str(v) for v in sorted({e.gpus for e in group}))
+        mark = ">= " if missing else ""
         lines.append(
-            f"{size:<12}{n:>7}{jobs:>7}{gpus:>5}{limit:>11}{_hours(cpu_h):>12}"
-            f"{_hours(gpu_h):>12}{wall / 3600:>11.2f}{missing:>13}"
+            f"{size:<12}{n_train:>7}{n_tune:>10}{jobs:>7}{gpus:>5}{limit:>11}"
+            f"{mark + amount(cpu_h):>14}{mark + amount(gpu_h):>14}{wall / per:>12.2f}"
+            f"{missing:>13}"
         )
         totals[0] += cpu_h
         totals[1] += gpu_h
-    lines.append(f"{'total':<41}{_hours(totals[0]):>12}{_hours(totals[1]):>12}")
+    lines.append(f"{'total':<52}{bound + amount(totals[0]):>14}{bound + amount(totals[1]):>14}")
+    if missing_all:
+        n_runs = sum(1 for e in missing_all if e.stage == "train")
+        n_searches = len(missing_all) - n_runs
+        what = f"{n_runs:,} of {len(train):,} runs" + (
+            f" and {n_searches} of {len(tune)} searches" if n_searches else ""
+        )
+        lines.append(f">=: lower bounds: {what} are not estimated and not counted (why: below)")
     lines.append("")
     lines.append(
-        f"{'model':<22}{'stage':<7}{'runs':>6}{'epochs':>8}{'CPU-hours':>12}{'GPU-hours':>12}"
-        f"{'longest h':>11}{'no estimate':>13}"
+        f"{'model':<22}{'stage':<7}{'runs':>6}{'epochs':>8}{'CPU-' + unit:>14}"
+        f"{'GPU-' + unit:>14}{'longest ' + short:>12}{'no estimate':>13}"
     )
     by_model: dict[tuple[str, str], list[RunEstimate]] = defaultdict(list)
     for e in ests:
@@ -440,9 +526,10 @@ def format_bill(bill: Bill, params: dict) -> str:
         epochs = sorted({e.epochs for e in group if e.seconds is not None})
         ep = f"{epochs[0]}" if len(epochs) == 1 else (f"{epochs[0]}-{epochs[-1]}" if epochs else "")
         n_label = n if stage == "train" else f"{sum(e.trials for e in group)}t"
+        mark = ">= " if missing else ""
         lines.append(
-            f"{model:<22}{stage:<7}{n_label:>6}{ep:>8}{_hours(cpu_h):>12}{_hours(gpu_h):>12}"
-            f"{wall / 3600:>11.2f}{missing:>13}"
+            f"{model:<22}{stage:<7}{n_label:>6}{ep:>8}{mark + amount(cpu_h):>14}"
+            f"{mark + amount(gpu_h):>14}{wall / per:>12.2f}{missing:>13}"
         )
     over: dict[tuple, list[RunEstimate]] = defaultdict(list)
     for e in ests:
@@ -469,11 +556,14 @@ def format_bill(bill: Bill, params: dict) -> str:
             missing[e.problem or ""].append(e)
     if missing:
         lines.append("")
-        lines.append(f"Not estimated ({sum(len(g) for g in missing.values())} runs):")
+        n_runs = sum(1 for e in missing_all if e.stage == "train")
+        searches = f", {len(missing_all) - n_runs} searches" if len(missing_all) > n_runs else ""
+        lines.append(f"Not estimated ({n_runs:,} runs{searches}):")
         for problem, group in missing.items():
             models = sorted({e.job.model for e in group})
+            what = "runs" if all(e.stage == "train" for e in group) else "runs and searches"
             lines.append(
-                f"  {problem}: {len(group)} runs of {', '.join(models)} on {_datasets(group)}"
+                f"  {problem}: {len(group)} {what} of {', '.join(models)} on {_datasets(group)}"
             )
     lines.append("")
     lines.append(

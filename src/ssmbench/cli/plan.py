@@ -8,6 +8,9 @@ from pathlib import Path
 
 from ssmbench.cli.common import example, load, log
 
+#: where `plan` keeps the models' MMac between runs (in the project, beside its lock)
+MMAC_CACHE = Path(".ssmbench") / "cache" / "mmac.json"
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -43,7 +46,7 @@ def cmd_plan(args) -> int:
     params = load(args)
     costs = StepCosts.load(*([args.table] if args.table else tables(params)))
     bill = estimate(params, costs, cpu_machine=args.cpu_machine, gpu_machine=args.gpu_machine,
-                    epochs_from=args.epochs)  # fmt: skip
+                    epochs_from=args.epochs, mmac_cache=MMAC_CACHE)  # fmt: skip
     print(format_bill(bill, params))
     if args.check is not None:
         records = _plan_check_records(params, args.check)
