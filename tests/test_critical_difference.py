@@ -14,6 +14,13 @@ from scipy.stats import wilcoxon
 from ssmbench.report import critical_difference as cd
 from ssmbench.report.results import PER_DATASET_COLUMNS, paper_per_dataset, restrict
 
+
+@pytest.fixture(autouse=True)
+def _report_notes(caplog):
+    """What the report leaves out for want of data is logged at INFO."""
+    caplog.set_level(logging.INFO, logger="ssmbench.report")
+
+
 LOGGER = "ssmbench.report.critical_difference"
 TOO_FEW = "too few for a critical-difference test (Wilcoxon needs ≥ 6 to reach α = 0.05)"
 
@@ -69,7 +76,7 @@ def test_full_paper_frames_draw_a_diagram(tmp_path, caplog, monkeypatch, benchma
         return plot_critical_difference(*args, **kwargs)
 
     monkeypatch.setattr(cd, "plot_critical_difference", spy)
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
+    with caplog.at_level(logging.INFO, logger=LOGGER):
         paths = cd.cd_diagram(frame, tmp_path / f"cd_{benchmark}_paper", "published values")
     assert_saved(paths)
     assert caplog.text == ""  # nothing skipped
@@ -109,7 +116,7 @@ def test_three_datasets_draw_the_ranks_instead(tmp_path, caplog, monkeypatch):
         raise AssertionError("no CD diagram of 3 datasets")
 
     monkeypatch.setattr(cd, "plot_critical_difference", no_diagram)
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
+    with caplog.at_level(logging.INFO, logger=LOGGER):
         paths = cd.cd_diagram(frame, tmp_path / "few", "UEA, 3 datasets")
     assert_saved(paths)
     assert f"few: skipped the critical-difference test: 3 datasets: {TOO_FEW}" in caplog.text
@@ -129,7 +136,7 @@ def test_a_model_missing_a_few_datasets_costs_those_datasets(tmp_path, caplog):
         cd.Dropped("dataset", "D01", "no result for S4D"),
         cd.Dropped("dataset", "D07", "no result for S4D"),
     ]
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
+    with caplog.at_level(logging.INFO, logger=LOGGER):
         paths = cd.cd_diagram(frame, tmp_path / "cd_ours", "ours")
     assert_saved(paths)
     assert "cd_ours: skipped dataset D01: no result for S4D" in caplog.text
@@ -143,7 +150,7 @@ def test_a_model_on_too_few_datasets_is_left_out(tmp_path, caplog):
     assert [(d.kind, d.name) for d in dropped] == [("model", "S4D")]
     assert "results on 3 of 10 datasets" in dropped[0].reason
     assert "only 3 datasets have every model (fewer than 6)" in dropped[0].reason
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
+    with caplog.at_level(logging.INFO, logger=LOGGER):
         assert_saved(cd.cd_diagram(frame, tmp_path / "cd", "ours"))
     assert "cd: skipped model S4D: results on 3 of 10 datasets" in caplog.text
 
@@ -160,7 +167,7 @@ def test_with_too_few_datasets_anyway_models_stay(tmp_path):
 
 def test_one_model(tmp_path, caplog):
     frame = restrict(paper_per_dataset(), "monster", models=["MS4N"])
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
+    with caplog.at_level(logging.INFO, logger=LOGGER):
         assert_saved(cd.cd_diagram(frame, tmp_path / "one", "MS4N alone"))
     assert "one: skipped the critical-difference test: 1 model" in caplog.text
     assert cd.cd_p_values(frame).empty
@@ -174,7 +181,7 @@ def test_two_models_state_the_wilcoxon_p(tmp_path, caplog):
     assert list(p.index) == ["MS4N", "FCN"]
     expected = wilcoxon(scores["MS4N"], scores["FCN"], alternative="less").pvalue
     assert p.loc["MS4N", "FCN"] == pytest.approx(expected)
-    with caplog.at_level(logging.WARNING, logger=LOGGER):
+    with caplog.at_level(logging.INFO, logger=LOGGER):
         assert_saved(cd.cd_diagram(frame, tmp_path / "two", "two models"))
     assert f"p = {expected:.3g}, significant at α = 0.05" in caplog.text
 

@@ -158,7 +158,7 @@ def _logged_skip(caplog) -> bool:
 def test_the_diagram_is_drawn_over_enough_datasets_with_every_column(tmp_path, caplog):
     codes = load_published_physiome()["code"].unique()
     results = physiome_results(_records(_ours_everywhere(codes[:CD_MIN_DATASETS])))
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         paths = physiome_cd_diagram(results, tmp_path / "physiome_cd")
     assert not _logged_skip(caplog)
     assert "10 of 50 official datasets have every column" in caplog.text
@@ -168,7 +168,7 @@ def test_the_diagram_is_drawn_over_enough_datasets_with_every_column(tmp_path, c
 def test_the_diagram_is_not_drawn_over_too_few_and_says_why(tmp_path, caplog):
     codes = load_published_physiome()["code"].unique()
     results = physiome_results(_records(_ours_everywhere(codes[: CD_MIN_DATASETS - 1])))
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         paths = physiome_cd_diagram(results, tmp_path / "physiome_cd")
     assert _logged_skip(caplog)
     assert "9 datasets: too few for a critical-difference test (this diagram asks ≥ 10" in (
@@ -179,7 +179,7 @@ def test_the_diagram_is_not_drawn_over_too_few_and_says_why(tmp_path, caplog):
 
 def test_without_runs_on_the_archive_the_diagram_is_the_leaderboards(tmp_path, caplog):
     results = physiome_results(_records({("physiome", "HodgkinHuxley1952", "G"): [0.2] * 5}))
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         physiome_cd_diagram(results, tmp_path / "physiome_cd")
     assert not _logged_skip(caplog) and "have every column" not in caplog.text
 

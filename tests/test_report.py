@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 
@@ -24,6 +25,13 @@ from ssmbench.report.aggregate import NOT_IN_METRICS
 from ssmbench.report.outputs import report_outputs
 from ssmbench.report.paper_tables import per_dataset_table
 from ssmbench.report.results import ours_per_dataset, paper_per_dataset
+
+
+@pytest.fixture(autouse=True)
+def _report_notes(caplog):
+    """What the report leaves out for want of data is logged at INFO."""
+    caplog.set_level(logging.INFO, logger="ssmbench.report")
+
 
 # Hand-checked example: test_error per fold.
 #   BasicMotions   MS4N [0.1, 0.3] -> 0.2 ± 0.1     MS4 [0.2, 0.2] -> 0.2 ± 0.0   ranks 1.5 / 1.5

@@ -21,6 +21,13 @@ from ssmbench.report.results import (
     restrict,
 )
 
+
+@pytest.fixture(autouse=True)
+def _report_notes(caplog):
+    """What the report leaves out for want of data is logged at INFO."""
+    caplog.set_level(logging.INFO, logger="ssmbench.report")
+
+
 DATASETS = {
     "monster": ["AudioMNIST", "CrowdSourced"],
     "uea": ["ArticularyWordRecognition", "AtrialFibrillation"],
@@ -99,7 +106,8 @@ def _assert_files(paths):
 
 
 def _warnings(caplog) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    """What the report said it left out (INFO: for want of data) and found wrong (WARNING)."""
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
 
 
 # ---------------------------------------------------------------- overview_data
@@ -179,7 +187,7 @@ def test_overview_labels_do_not_overlap(paper, tmp_path, drawn):
 
 def test_overview_published_only_uea_lists_models_without_mmac(paper, tmp_path, drawn, caplog):
     uea = restrict(paper, "uea")
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         paths = overview_figure(uea.iloc[:0], uea, tmp_path / "fig7", "uea", "Figure 7")
     _assert_files(paths)
     text = _text(drawn[-1])
@@ -192,7 +200,7 @@ def test_overview_published_only_uea_lists_models_without_mmac(paper, tmp_path, 
 
 def test_overview_small_ours_and_paper(paper, tmp_path, drawn, caplog):
     ours = _ours("monster")
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         paths = overview_figure(
             ours, _paper_for(paper, ours), tmp_path / "small", "monster", "Figure 3"
         )
@@ -223,7 +231,7 @@ def test_overview_single_model(paper, tmp_path, drawn):
 
 def test_overview_all_nan_mmac(paper, tmp_path, drawn, caplog):
     ours = _ours("monster").assign(mmac=np.nan)
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         _assert_files(overview_figure(ours, None, tmp_path / "nan", "monster", "Figure 3"))
     text = _text(drawn[-1])
     assert "not placed (ours): MS4N (no MMac); S4D (no MMac)" in text
@@ -237,7 +245,7 @@ def test_overview_all_nan_mmac(paper, tmp_path, drawn, caplog):
 
 def test_overview_missing_std_is_stated(paper, tmp_path, drawn, caplog):
     ours = _ours("monster").assign(std=np.nan)
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         overview_figure(ours, _paper_for(paper, ours), tmp_path / "nostd", "monster", "Figure 3")
     assert "C: no std over runs (ours) for MS4N, Quant, S4D" in _text(drawn[-1])
     assert any("std over runs bar of S4D (ours)" in m for m in _warnings(caplog))
@@ -283,7 +291,7 @@ def test_figure1_small_ours_and_paper_both_benchmarks(paper, tmp_path, drawn, ca
     assert mon.loc["Quant", "plotted_mmac"] == COMPLEXITY_PROXY["mmac"]
     uea_paper = data[(data["benchmark"] == "uea") & (data["source"] == "paper")]
     assert set(uea_paper["model"]) == {"MS4N"}  # the paper's UEA has no S4D and no Quant
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         _assert_files(figure1(ours, theirs, tmp_path / "fig1"))
     text = _text(drawn[-1])
     assert "A (MONSTER) covers ours 3 models, 2 datasets, paper 2 models, 2 datasets" in text
@@ -296,7 +304,7 @@ def test_figure1_small_ours_and_paper_both_benchmarks(paper, tmp_path, drawn, ca
 
 def test_figure1_missing_benchmark_keeps_its_panel(paper, tmp_path, drawn, caplog):
     ours = _ours("monster")
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         _assert_files(figure1(ours, _paper_for(paper, ours), tmp_path / "fig1"))
     fig = drawn[-1]
     assert "no UEA results in these records" in _text(fig)
@@ -309,7 +317,7 @@ def test_figure1_single_model_and_nan_mmac(paper, tmp_path, drawn, caplog):
     _assert_files(figure1(one, None, tmp_path / "one"))
     assert "ours 1 model, 1 dataset" in _text(drawn[-1])
     nan = _ours("monster").assign(mmac=np.nan)
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.INFO):
         _assert_files(figure1(nan, _paper_for(paper, nan).assign(mmac=np.nan), tmp_path / "n"))
     text = _text(drawn[-1])
     assert "A (MONSTER), not placed (ours): MS4N (no MMac); S4D (no MMac)" in text

@@ -26,6 +26,13 @@ from ssmbench.report.polar_ranks import (
 from ssmbench.report.reference import load_published_domains_monster
 from ssmbench.report.results import PER_DATASET_COLUMNS, paper_per_dataset, restrict
 
+
+@pytest.fixture(autouse=True)
+def _report_notes(caplog):
+    """What the report leaves out for want of data is logged at INFO."""
+    caplog.set_level(logging.INFO, logger="ssmbench.report")
+
+
 FAMILY = {"MS4N": "ms4", "MS4": "ms4", "Mamba2": "mamba2", "S4D": "s4d", "Quant": "quant"}
 
 
@@ -146,7 +153,7 @@ def test_ours_and_paper_on_a_small_subset(tmp_path, caplog):
     one = other.set_index(["source", "model"])
     assert one.loc[("ours", "MS4N"), "rank"] == 1.5  # a tie: average rank
     assert (other["n_datasets"] == 1).all()
-    with caplog.at_level(logging.WARNING, logger="ssmbench.report.polar_ranks"):
+    with caplog.at_level(logging.INFO, logger="ssmbench.report.polar_ranks"):
         paths = polar_rank_figure(ours, paper, tmp_path / "small", ("Audio", "Other"), "Fig 4")
     _assert_files(paths)
     assert "no paper value for S4D" in caplog.text
@@ -166,7 +173,7 @@ def test_single_model_and_empty_domain(tmp_path, caplog, paper_monster):
     data = polar_rank_data(ours, _empty(), "Audio")
     assert list(data["model"]) == ["MS4N"] and list(data["rank"]) == [1.0]
     assert polar_rank_data(ours, _empty(), "Other").empty
-    with caplog.at_level(logging.WARNING, logger="ssmbench.report.polar_ranks"):
+    with caplog.at_level(logging.INFO, logger="ssmbench.report.polar_ranks"):
         paths = polar_rank_figure(ours, _empty(), tmp_path / "single", ("Audio", "Other"), "F4")
     _assert_files(paths)
     assert "skipped Other panel: no results in Other" in caplog.text
@@ -177,7 +184,7 @@ def test_no_dataset_with_every_model_is_reported(tmp_path, caplog):
     domain = {"a1": "Audio", "a2": "Audio"}
     ours = _frame({("a1", "MS4N"): 0.1, ("a2", "MS4"): 0.2}, domain)
     assert polar_rank_data(ours, _empty(), "Audio").empty
-    with caplog.at_level(logging.WARNING, logger="ssmbench.report.polar_ranks"):
+    with caplog.at_level(logging.INFO, logger="ssmbench.report.polar_ranks"):
         _assert_files(polar_rank_figure(ours, _empty(), tmp_path / "gap", ("Audio", "HAR"), "F"))
     assert "no Audio dataset where all 2 models (MS4, MS4N) have a result" in caplog.text
 
@@ -233,14 +240,14 @@ def test_pairwise_small_ours_with_a_missing_model(tmp_path, caplog, paper_monste
     ours["error"] = ours["error"] * np.where(ours["model"] == "MS4N", 1.5, 1.0)
     paper = restrict(paper_monster, models=["MS4N", "MS4", "Mamba2"], datasets=datasets)
     assert better_count(ours, "MS4N", "MS4") == (1, 0, 3)
-    with caplog.at_level(logging.WARNING, logger="ssmbench.report.pairwise"):
+    with caplog.at_level(logging.INFO, logger="ssmbench.report.pairwise"):
         _assert_files(pairwise_figure(ours, paper, tmp_path / "fig10", "monster"))
     assert "skipped MS4N vs Mamba2 (ours): no Mamba2 runs" in caplog.text
 
 
 def test_pairwise_single_model(tmp_path, caplog, paper_monster):
     ours = restrict(paper_monster, models=["MS4N"])
-    with caplog.at_level(logging.WARNING, logger="ssmbench.report.pairwise"):
+    with caplog.at_level(logging.INFO, logger="ssmbench.report.pairwise"):
         _assert_files(pairwise_figure(ours, _empty(), tmp_path / "one", "monster"))
     assert "no MS4 runs" in caplog.text and "no Mamba2 runs" in caplog.text
 

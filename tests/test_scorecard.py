@@ -28,6 +28,12 @@ from ssmbench.report.scorecard import (
 )
 
 
+@pytest.fixture(autouse=True)
+def _report_notes(caplog):
+    """What the report leaves out for want of data is logged at INFO."""
+    caplog.set_level(logging.INFO, logger="ssmbench.report")
+
+
 def frame(rows) -> pd.DataFrame:
     """A per-dataset frame from (benchmark, dataset, model, error, std, n_runs) rows."""
     out = pd.DataFrame(rows, columns=["benchmark", "dataset", "model", "error", "std", "n_runs"])
@@ -60,7 +66,7 @@ PAPER = frame(
 
 
 def test_cells_numbers_and_order(caplog):
-    with caplog.at_level(logging.WARNING, logger="ssmbench.report.scorecard"):
+    with caplog.at_level(logging.INFO, logger="ssmbench.report.scorecard"):
         card = scorecard(OURS, PAPER)
     assert list(card.columns) == SCORECARD_COLUMNS
     cells = list(zip(card["benchmark"], card["dataset"], card["model"], strict=True))

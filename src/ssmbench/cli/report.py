@@ -142,8 +142,26 @@ def _note_other_grid(results_dir, suite: str, params_suite: str | None, grid) ->
 
 
 def _log_to_stderr() -> None:
-    """The report's notices (what it skipped and why) on stderr, one line each: the
-    Snakemake rule keeps them in its log (logs/report.log for the suite params.yaml names)."""
+    """The report's notices on stderr, one line each, each once: what it left out for want
+    of data or published figures at INFO (a suite of two datasets has no critical
+    difference to draw), what is wrong with its inputs at WARNING. The Snakemake rule keeps
+    them in its log (logs/report.log for the suite params.yaml names)."""
     import logging
 
-    logging.basicConfig(level=logging.WARNING, format="%(name)s: %(levelname)s: %(message)s")
+    class Once(logging.Filter):
+        def __init__(self):
+            super().__init__()
+            self.seen: set[str] = set()
+
+        def filter(self, record: logging.LogRecord) -> bool:
+            line = f"{record.name}: {record.levelname}: {record.getMessage()}"
+            if line in self.seen:
+                return False
+            self.seen.add(line)
+            return True
+
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(levelname)s: %(message)s")
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(Once())
+    for noisy in ("matplotlib", "PIL", "fontTools"):  # libraries' own INFO lines
+        logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -144,7 +144,7 @@ def build_report(
         )
     benchmarks = sorted(set(benchmarks) if benchmarks else set(records["benchmark"]))
     for bench in sorted(set(benchmarks) - set(records["benchmark"])):
-        log.warning("%s: no record of this benchmark yet: its artefacts say so", bench)
+        log.info("%s: no record of this benchmark yet: its artefacts say so", bench)
 
     outputs = {o.name: o.path for o in report_outputs(results_dir, figures_dir, benchmarks)}
     # everything read (and checked) before anything is written: a bad curve or reference

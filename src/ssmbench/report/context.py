@@ -74,7 +74,7 @@ def from_results(draw: Callable[[DrawContext], dict[str, Path]]):
             from .style import message_figure  # matplotlib: at drawing time only
 
             where = " or ".join(needs)
-            log.warning("%s: skipped: no results of ours or the paper's on %s", artefact.key,
+            log.info("%s: skipped: no results of ours or the paper's on %s", artefact.key,
                         where)  # fmt: skip
             lines = [f"no results on {where} in these records"]
             return message_figure(ctx.stem, artefact.what, lines)

@@ -337,7 +337,7 @@ def cd_diagram(
     name = Path(path_stem).name
     scores, dropped = cd_data(frame, min_datasets)
     for d in dropped:
-        log.warning("%s: skipped %s %s: %s", name, d.kind, d.name, d.reason)
+        log.info("%s: skipped %s %s: %s", name, d.kind, d.name, d.reason)
     families = _families(frame)
     n, k = scores.shape
     coverage = f"{_plural(n, 'dataset')}, {_plural(k, 'model')}"
@@ -347,7 +347,7 @@ def cd_diagram(
         p2 = float(p.iloc[0, 1]) if p.shape == (2, 2) else float("nan")
         messages = _too_few_message(n, k, alpha, min_datasets, p2)
         for msg in messages:
-            log.warning("%s: skipped the critical-difference test: %s", name, msg)
+            log.info("%s: skipped the critical-difference test: %s", name, msg)
         fig = _ranks_figure(scores, families, title, [*messages, coverage], footnote)
         return style.save(fig, path_stem)
 
@@ -398,7 +398,7 @@ def _draw(ctx: DrawContext, of_paper: bool) -> dict[str, Path]:
     whose = "the paper's (MS4N paper)" if of_paper else "ours"
     title = f"{bench.upper()}: critical differences, {whose}"
     if frame.empty:
-        log.warning("%s: skipped the diagram: no %s results on %s", key, whose, bench)
+        log.info("%s: skipped the diagram: no %s results on %s", key, whose, bench)
         return style.message_figure(ctx.stem, title, [f"no {whose} results on {bench} to rank"])
     return cd_diagram(frame, ctx.stem, title, alpha=ALPHA)
 

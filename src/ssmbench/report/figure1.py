@@ -91,7 +91,7 @@ def figure1(
         if frame is not None and len(frame):
             other = sorted(set(frame["benchmark"].str.lower()) - set(BENCHMARKS))
             if other:
-                log.warning(
+                log.info(
                     "%s: skipped %s rows of %s: Figure 1 has MONSTER and UEA only",
                     ARTEFACT,
                     name,
@@ -108,7 +108,7 @@ def figure1(
         rows = data[data["benchmark"] == bench]
         if rows.empty:
             notes.append(f"{letter} ({name}): no {name} results in these records.")
-            log.warning("%s: skipped panel %s content: no %s results", ARTEFACT, letter, name)
+            log.info("%s: skipped panel %s content: no %s results", ARTEFACT, letter, name)
             placed[bench] = rows
             continue
         o, p = _of_benchmark(ours, bench), _of_benchmark(paper, bench)

@@ -325,7 +325,7 @@ def draw_convergence(ctx: DrawContext) -> dict[str, Path]:
     label = f"Figure {key.removeprefix('figure')}"
     have = curves[(curves["dataset"] == dataset) & (curves["benchmark"] == "monster")]
     if have.empty:
-        log.warning("%s: no training curves of %s in these records: drawn with the "
+        log.info("%s: no training curves of %s in these records: drawn with the "
                     "paper's epochs only", key, dataset)  # fmt: skip
     paths, _ = figure8(
         have, ctx.stem, ctx.thresholds, models=CURVE_MODELS, datasets=[dataset],
@@ -348,7 +348,7 @@ def draw_training_curves(ctx: DrawContext) -> dict[str, Path]:
             sorted(have_all[have_all == len(models)].index) or sorted(curves["dataset"].unique())
         )[:CURVE_MAX_DATASETS]
     if curves.empty:
-        log.warning("training_curves: no training curves in these records (non-deep "
+        log.info("training_curves: no training curves in these records (non-deep "
                     "models only, or no run finished): the figure says so")  # fmt: skip
     paths, _ = figure8(
         curves, ctx.stem, ctx.thresholds, models=CURVE_MODELS, datasets=datasets,

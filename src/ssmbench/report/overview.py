@@ -139,7 +139,7 @@ def source_gaps(
     no_paper = sorted(by_source["ours"] - by_source["paper"])
     if no_paper:
         notes.append(f"{name}: no paper figure for {', '.join(no_paper)} (ours only).")
-        logger.warning(
+        logger.info(
             "%s: skipped the paper's points for %s (%s): no paper values",
             artefact,
             ", ".join(no_paper),
@@ -148,7 +148,7 @@ def source_gaps(
     no_ours = sorted(by_source["paper"] - by_source["ours"])
     if no_ours:
         notes.append(f"{name}: no results of ours for {', '.join(no_ours)} (paper only).")
-        logger.warning(
+        logger.info(
             "%s: skipped our points for %s (%s): no results of ours",
             artefact,
             ", ".join(no_ours),
@@ -185,9 +185,7 @@ def placeable(
             if missing:
                 why = "no " + " and no ".join(missing)
                 reasons.append(f"{row.model} ({why})")
-                logger.warning(
-                    "%s: skipped %s (%s) in %s: %s", artefact, row.model, whose, panel, why
-                )
+                logger.info("%s: skipped %s (%s) in %s: %s", artefact, row.model, whose, panel, why)
         if reasons:
             notes.append(f"{panel}, not placed ({whose}): {'; '.join(reasons)}.")
     ok = data[has_value & has_mmac]
@@ -234,7 +232,7 @@ def bar_gaps(artefact: str, data: pd.DataFrame, col: str, value_name: str, panel
             whose = "ours" if source == "ours" else "paper"
             notes.append(f"{panel}: no {value_name} ({whose}) for {', '.join(missing)}.")
             for model in missing:
-                log.warning(
+                log.info(
                     "%s: skipped %s bar of %s (%s) in %s: no value",
                     artefact,
                     value_name,
@@ -327,7 +325,7 @@ def overview_figure(
         if len(frame):
             other = frame[frame["benchmark"].str.lower() != benchmark.lower()]
             if len(other):
-                log.warning(
+                log.info(
                     "%s: skipped %d %s row(s) of other benchmarks (%s): not %s",
                     artefact,
                     len(other),

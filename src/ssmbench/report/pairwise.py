@@ -145,7 +145,7 @@ def _panel(ax, ours, paper, benchmark, reference, other, colours, published_only
         what = "runs" if name == "ours" else "paper values"
         if missing:
             notes.append(f"{name}: no {' or '.join(missing)} {what}")
-            log.warning(
+            log.info(
                 "pairwise: skipped %s vs %s (%s): no %s %s",
                 reference,
                 other,
@@ -155,7 +155,7 @@ def _panel(ax, ours, paper, benchmark, reference, other, colours, published_only
             )
         elif pairs.empty:
             notes.append(f"{name}: no dataset where both have a result")
-            log.warning(
+            log.info(
                 "pairwise: skipped %s vs %s (%s): no dataset where both have a result",
                 reference,
                 other,
@@ -164,7 +164,7 @@ def _panel(ax, ours, paper, benchmark, reference, other, colours, published_only
         only_one = _only_one(frame, reference, other)
         if only_one and not missing:
             notes.append(f"{name}: only one of the pair on {', '.join(only_one)}")
-            log.warning(
+            log.info(
                 "pairwise: skipped %s vs %s (%s) on %s: only one of the pair has a result",
                 reference,
                 other,

@@ -311,9 +311,9 @@ def polar_rank_figure(
     infos = {d: domain_ranks(ours, paper, d) for d in domains}
     for domain, info in infos.items():
         if info.empty_reason:
-            log.warning("polar_ranks: skipped %s panel: %s", domain, info.empty_reason)
+            log.info("polar_ranks: skipped %s panel: %s", domain, info.empty_reason)
         for gap in info.gaps:
-            log.warning("polar_ranks: skipped %s in %s: %s", figure_label, domain, gap)
+            log.info("polar_ranks: skipped %s in %s: %s", figure_label, domain, gap)
     drawn = pd.concat([i.data for i in infos.values() if not i.data.empty] or [pd.DataFrame()])
     params = [
         NON_DEEP_PARAMS if g == "NonDL" else v

@@ -213,7 +213,7 @@ def _log_unmatched(merged: pd.DataFrame) -> list[str]:
             reason = NO_FIGURE_WHY.get(bench, why) if side == "left_only" else why
             line = f"{model} ({bench}, {other}): {len(group)} cell(s), {reason}"
             lines.append(line)
-            log.warning("scorecard: skipped %s", line)
+            log.info("scorecard: skipped %s", line)
     return lines
 
 
