@@ -363,7 +363,7 @@ def test_a_partial_grid_renders_every_artefact_and_logs_its_gaps(tmp_path, caplo
             (folder / f"fold{fold}.json").write_text(json.dumps(record))
     results, figures = tmp_path / "results", tmp_path / "figures"
     benchmarks = ["monster", "synthetic", "uea"]
-    with caplog.at_level("WARNING"):
+    with caplog.at_level("INFO"):
         written = build_report(runs, results, figures, {}, benchmarks=benchmarks)
     assert written == {o.name: o.path for o in report_outputs(results, figures, benchmarks)}
     for path in written.values():
@@ -387,3 +387,29 @@ def test_a_partial_grid_renders_every_artefact_and_logs_its_gaps(tmp_path, caplo
         "agree": 0,
         "compared": 1,
     }
+
+
+def test_the_reports_training_curves_show_every_model_with_curves(monkeypatch, tmp_path):
+    """training_curves draws every model the records have curves of (S4D beside MS4 and
+    MS4N), on the datasets all of them have; Figure 8 keeps the paper's two."""
+    from types import SimpleNamespace
+
+    from ssmbench.report import figures
+
+    rows = [
+        {"model": m, "dataset": d, "fold": 0, "epoch": e, "train_loss": 1.0 / e,
+         "val_loss": 1.0 / e, "train_accuracy": 0.5, "val_accuracy": 0.5}
+        for m in ("MS4", "MS4N", "S4D") for d in ("A", "B") for e in (1, 2)
+        if not (m == "S4D" and d == "B")
+    ]  # fmt: skip
+    drawn = {}
+
+    def figure8(curves, stem, thresholds, models=None, datasets=None, **kwargs):
+        drawn.update(models=models, datasets=datasets)
+        return {}, {}
+
+    monkeypatch.setattr(figures, "figure8", figure8)
+    ctx = SimpleNamespace(curves=pd.DataFrame(rows), curve_datasets=None, stem=tmp_path / "t",
+                          thresholds={}, once=lambda f: {})  # fmt: skip
+    figures.draw_training_curves(ctx)
+    assert drawn == {"models": ["MS4", "MS4N", "S4D"], "datasets": ["A"]}

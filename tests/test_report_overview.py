@@ -302,14 +302,22 @@ def test_figure1_small_ours_and_paper_both_benchmarks(paper, tmp_path, drawn, ca
     )
 
 
-def test_figure1_missing_benchmark_keeps_its_panel(paper, tmp_path, drawn, caplog):
+def test_figure1_leaves_out_the_panel_of_a_benchmark_without_results(
+    paper, tmp_path, drawn, caplog
+):
     ours = _ours("monster")
     with caplog.at_level(logging.INFO):
         _assert_files(figure1(ours, _paper_for(paper, ours), tmp_path / "fig1"))
     fig = drawn[-1]
-    assert "no UEA results in these records" in _text(fig)
-    assert any(ax.get_title(loc="left").startswith("B  UEA") for ax in fig.axes)
-    assert any("no UEA results" in m for m in _warnings(caplog))
+    assert "No UEA panel: no UEA results in these records." in _text(fig)
+    titles = [ax.get_title(loc="left") for ax in fig.axes if ax.get_title(loc="left")]
+    assert any(t.startswith("A  MONSTER") for t in titles)
+    assert not any("UEA" in t for t in titles)  # no empty box
+    assert "MONSTER (cf. MS4N paper" in fig.get_suptitle()
+    assert any("no UEA panel" in m for m in _warnings(caplog))
+    uea = _ours("uea")  # UEA alone: its panel is A
+    _assert_files(figure1(uea, None, tmp_path / "fig1u"))
+    assert any(ax.get_title(loc="left").startswith("A  UEA") for ax in drawn[-1].axes)
 
 
 def test_figure1_single_model_and_nan_mmac(paper, tmp_path, drawn, caplog):

@@ -81,7 +81,8 @@ def figure1(
 ) -> dict[str, Path]:
     """Figure 1: mean error vs MMac per sample (log), bubble area proportional to
     parameters, (A) MONSTER and (B) UEA. ``ours`` and ``paper`` may hold both benchmarks;
-    a benchmark neither has keeps its panel, with a note. Ours filled, the paper's hollow
+    a benchmark neither has gets no panel (the notes say so), and the panels drawn are
+    lettered in order. Ours filled, the paper's hollow
     (joined by a thin line); a panel without ours draws the paper's filled ("published
     values"). Saves PNG and PDF (``style.save``), returns their paths."""
     no_rows = all(f is None or f.empty for f in (ours, paper))
@@ -103,14 +104,16 @@ def figure1(
     has_ours = (data["source"] == "ours").any()
 
     notes, placed = [], {}
-    for letter, bench in zip("AB", BENCHMARKS, strict=True):
+    drawn = [bench for bench in BENCHMARKS if (data["benchmark"] == bench).any()]
+    letters = dict(zip(drawn, "AB", strict=False))
+    for bench in BENCHMARKS:
         name = benchmark_name(bench)
         rows = data[data["benchmark"] == bench]
         if rows.empty:
-            notes.append(f"{letter} ({name}): no {name} results in these records.")
-            log.info("%s: skipped panel %s content: no %s results", ARTEFACT, letter, name)
-            placed[bench] = rows
+            notes.append(f"No {name} panel: no {name} results in these records.")
+            log.info("%s: no %s panel: no %s results", ARTEFACT, name, name)
             continue
+        letter = letters[bench]
         o, p = _of_benchmark(ours, bench), _of_benchmark(paper, bench)
         if len(o):
             cover = f"ours {coverage(o)}" + (f", paper {coverage(p)}" if len(p) else "")
@@ -125,24 +128,17 @@ def figure1(
     if proxied:
         notes.append(PROXY_NOTE.format(models=", ".join(proxied)))
 
-    fig_w, panel_h = 15.0, 6.2
+    fig_w, panel_h = 7.5 * len(drawn) + 0.5 * (2 - len(drawn)), 6.2
     lines = wrap_notes(notes, fig_w * 0.85)
     fig = Figure(figsize=(fig_w, panel_h + notes_height(lines)), layout="constrained")
-    outer = fig.add_gridspec(2, 2, height_ratios=[panel_h, notes_height(lines)])
+    outer = fig.add_gridspec(2, len(drawn), height_ratios=[panel_h, notes_height(lines)])
     known = data["plotted_params"].dropna()
     largest = float(known.max()) if len(known) else 1.0  # one scale for both panels
     bubbles = Bubbles()
-    for col, (letter, bench) in enumerate(zip("AB", BENCHMARKS, strict=True)):
-        name = benchmark_name(bench)
+    for col, bench in enumerate(drawn):
+        name, letter = benchmark_name(bench), letters[bench]
         ok = placed[bench]
         rows = data[data["benchmark"] == bench]
-        if rows.empty:
-            ax = fig.add_subplot(outer[0, col])
-            ax.set_xticks([])
-            ax.set_yticks([])
-            style.note(ax, f"no {name} results in these records")
-            ax.set_title(f"{letter}  {name}", loc="left", fontsize=10)
-            continue
         main, stub = complexity_axes(fig, outer[0, col], "y", bool(ok["proxy"].any()))
         draw_bubbles(bubbles, main, stub, ok, "mean_error", "y", largest)
         set_complexity_limits(main, "y", ok.loc[~ok["proxy"], "plotted_mmac"])
@@ -166,9 +162,8 @@ def figure1(
     fig.legend(handles=handles, title="model group", loc="outside right upper", fontsize=8)
     draw_notes(fig.add_subplot(outer[1, :]), lines)
     what = "" if has_ours else "published values (MS4N paper): "
-    fig.suptitle(
-        f"Accuracy vs efficiency, {what}MONSTER and UEA (cf. MS4N paper, Figure 1)", fontsize=12
-    )
+    names = " and ".join(benchmark_name(bench) for bench in drawn)
+    fig.suptitle(f"Accuracy vs efficiency, {what}{names} (cf. MS4N paper, Figure 1)", fontsize=12)
     finish(fig, bubbles)
     return style.save(fig, path_stem)
 

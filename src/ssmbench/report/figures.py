@@ -176,7 +176,8 @@ def figure8(
     else:
         model_list = sorted(present)
     ds_list = sorted(c["dataset"].unique())
-    colours = {m: matplotlib.colormaps["tab10"](i % 10) for i, m in enumerate(model_list)}
+    palette, n = ("tab10", 10) if len(model_list) <= 10 else ("tab20", 20)
+    colours = {m: matplotlib.colormaps[palette](i % n) for i, m in enumerate(model_list)}
     style = {d: _STYLES[i % len(_STYLES)] for i, d in enumerate(ds_list)}
     metrics = [p for p, _ in _PANELS]
     mean = c.groupby(["model", "dataset", "epoch"], sort=True)[metrics].mean().reset_index()
@@ -336,14 +337,14 @@ def draw_convergence(ctx: DrawContext) -> dict[str, Path]:
 
 
 def draw_training_curves(ctx: DrawContext) -> dict[str, Path]:
-    """The report's training dynamics (outputs.py: ``training_curves``): the datasets of
-    params.yaml ``report.figure8_datasets``, else up to ``CURVE_MAX_DATASETS`` that both
-    of ``CURVE_MODELS`` (or every model run) have."""
+    """The report's training dynamics (outputs.py: ``training_curves``): every model with
+    curves in the records, on the datasets of params.yaml ``report.figure8_datasets``, else
+    on up to ``CURVE_MAX_DATASETS`` that every such model has (else any). Figure 8 itself
+    (``draw_figure8``) keeps the paper's two models."""
     curves, datasets = ctx.curves, ctx.curve_datasets
+    models = sorted(set(curves["model"])) if not curves.empty else None
     if not datasets and not curves.empty:
-        present = set(curves["model"])
-        models = [m for m in CURVE_MODELS if m in present] or sorted(present)
-        have_all = curves[curves["model"].isin(models)].groupby("dataset")["model"].nunique()
+        have_all = curves.groupby("dataset")["model"].nunique()
         datasets = (
             sorted(have_all[have_all == len(models)].index) or sorted(curves["dataset"].unique())
         )[:CURVE_MAX_DATASETS]
@@ -351,7 +352,7 @@ def draw_training_curves(ctx: DrawContext) -> dict[str, Path]:
         log.info("training_curves: no training curves in these records (non-deep "
                     "models only, or no run finished): the figure says so")  # fmt: skip
     paths, _ = figure8(
-        curves, ctx.stem, ctx.thresholds, models=CURVE_MODELS, datasets=datasets,
+        curves, ctx.stem, ctx.thresholds, models=models, datasets=datasets,
         selected=ctx.once(_tested_epochs), title="Training dynamics",
     )  # fmt: skip
     return paths
