@@ -3,12 +3,19 @@ method, ``auto``'s choice on the CPU): outputs and every gradient against the st
 reference scan and the step-by-step recurrence for every option of ``selective_scan`` and
 ragged lengths; float64 gradcheck; inputs it does not take run the reference with one log
 line; bitwise the same from call to call and for any thread count; its threads follow
-torch's; a Mamba1 model trains a step on it as on the stepwise scan."""
+torch's; a Mamba1 model trains a step on it as on the stepwise scan; it runs from a
+read-only install."""
 
 from __future__ import annotations
 
 import itertools
 import logging
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import textwrap
 
 import numba
 import pytest
@@ -318,3 +325,73 @@ def test_mamba1_trains_a_step_on_the_fused_scan_as_on_the_stepwise_one():
         _assert_close(grad, grads_s[name], 1e-4, name)
     for name, w in weights.items():
         torch.testing.assert_close(w, weights_s[name], rtol=1e-4, atol=1e-5, msg=name)
+
+
+# --- a read-only install ------------------------------------------------------------------
+
+_READ_ONLY_RUN = """
+import sys
+
+import torch
+
+from ssmbench.models import mamba_cpu_scan, mamba_scan
+
+assert mamba_cpu_scan.__file__.startswith(sys.argv[1]), mamba_cpu_scan.__file__
+gen = torch.Generator().manual_seed(0)
+u, delta, z = (torch.randn(2, 4, 21, generator=gen) for _ in range(3))
+A = -torch.rand(4, 3, generator=gen)
+B, C = (torch.randn(2, 3, 21, generator=gen) for _ in range(2))
+assert mamba_scan.scan_method_for("auto", u, delta, A, B, C) == "fused"
+kw = dict(z=z, delta_softplus=True, chunk_size=8)
+y = mamba_scan.selective_scan(u, delta, A, B, C, method="fused", **kw)
+ref = mamba_scan.selective_scan(u, delta, A, B, C, method="stepwise", **kw)
+torch.testing.assert_close(y, ref, rtol=1e-5, atol=1e-5)
+stats = mamba_cpu_scan._forward.stats
+print("cache", sum(stats.cache_hits.values()), sum(stats.cache_misses.values()))
+"""
+
+
+def test_a_read_only_install_caches_in_the_user_cache(tmp_path):
+    """The package copied into a folder nobody may write (root: with the capability to
+    override file permissions dropped, setpriv), NUMBA_CACHE_DIR unset: the kernel runs
+    and gives the reference's answer; numba writes its cache in the user's cache folder
+    (``~/.cache/numba``), where the next process finds it."""
+    setpriv = shutil.which("setpriv")
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        if setpriv is None:
+            pytest.skip("as root, permissions stop no write without setpriv")
+        drop = "-dac_override,-dac_read_search"
+        prefix = [setpriv, "--bounding-set", drop, "--inh-caps", drop]
+    site, home = tmp_path / "site", tmp_path / "home"
+    shutil.copytree(REPO / "src" / "ssmbench", site / "ssmbench",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "PYTHONPATH")}  # fmt: skip
+    env.update(HOME=str(home), PYTHONPATH=str(site), PYTHONDONTWRITEBYTECODE="1")
+    folders = [site, *(p for p in site.rglob("*") if p.is_dir())]
+    for folder in folders:
+        folder.chmod(stat.S_IRUSR | stat.S_IXUSR | stat.S_IRGRP | stat.S_IXGRP)
+    try:
+        runs = [
+            subprocess.run(
+                [*prefix, sys.executable, "-c", textwrap.dedent(_READ_ONLY_RUN), str(site)],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=300,
+                cwd=tmp_path,
+            )
+            for _ in range(2)
+        ]
+    finally:
+        for folder in folders:
+            folder.chmod(0o755)
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    assert runs[0].stdout.split() == ["cache", "0", "1"]  # compiled, and saved...
+    assert runs[1].stdout.split() == ["cache", "1", "0"]  # ...where the next process loads it
+    assert not list(site.rglob("*.nbi")), "numba wrote beside the read-only module"
+    cached = [p.name for p in (home / ".cache" / "numba").rglob("mamba_cpu_scan._forward-*.nbi")]
+    assert len(cached) == 1, list((home / ".cache").rglob("*"))
