@@ -185,6 +185,17 @@ def test_without_gradients_no_state_is_kept(monkeypatch):
     torch.testing.assert_close(y, selective_scan(**inp, method="stepwise"))
 
 
+@pytest.mark.parametrize("b,E,N,L", [(0, 3, 2, 5), (2, 0, 2, 5), (2, 3, 0, 5), (2, 3, 2, 0)])
+def test_empty_dimensions_give_the_stepwise_answer(b, E, N, L):
+    inp = _tensors(_inputs(b=b, E=E, N=N, L=L, options=()))
+    weight = torch.ones(b, E, L)
+    y, grads = _output_and_grads(selective_scan, inp, weight, method="fused")
+    y_s, grads_s = _output_and_grads(selective_scan, inp, weight, method="stepwise")
+    assert torch.equal(y, y_s)
+    for name, grad in grads.items():
+        assert torch.equal(grad, grads_s[name]), name
+
+
 # --- what it does not take -------------------------------------------------------------------
 
 
