@@ -406,3 +406,25 @@ def test_a_read_only_install_caches_in_the_user_cache(tmp_path):
     assert not list(site.rglob("*.nbi")), "numba wrote beside the read-only module"
     cached = [p.name for p in (home / ".cache" / "numba").rglob("mamba_cpu_scan._forward-*.nbi")]
     assert len(cached) == 1, list((home / ".cache").rglob("*"))
+
+
+def test_torch_keeps_its_thread_count():
+    """numba's OpenMP layer starts its pool with omp_set_num_threads(pool size) at its first
+    parallel loop, which torch's OpenMP takes for its own count: a fresh process with one
+    torch thread still has one after the kernel ran."""
+    code = textwrap.dedent("""
+        import torch
+
+        from ssmbench.models.mamba_scan import selective_scan
+
+        torch.set_num_threads(1)
+        u, delta, z = (torch.rand(2, 4, 9) for _ in range(3))
+        B, C = torch.randn(2, 3, 9), torch.randn(2, 3, 9)
+        selective_scan(u, delta, -torch.rand(4, 3), B, C, method="fused")
+        print(torch.get_num_threads())
+    """)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.split() == ["1"]

@@ -74,11 +74,14 @@ little speed would be gained.
 Threads and cache
 -----------------
 ``numba_runtime.kernel_threads``: for one kernel call numba uses torch's intra-op thread
-count (``torch.set_num_threads``), capped by numba's pool. The two pools take turns; with
-more than one thread, the first of numba's parallel loops after a parallel torch op may
-wait for torch's threads to stop spinning (a few ms a call, which only very small shapes
-notice: gradcheck's hundreds of calls). Compiled code is cached beside this module, or in
-numba's per-user cache directory when the package is read-only (``numba_runtime``;
+count (``torch.set_num_threads``), capped by numba's pool; torch's count is put back after
+the call (``_kernel_threads``): numba's OpenMP layer starts its pool, at its first
+parallel loop in a process, with omp_set_num_threads(pool size), and torch's OpenMP takes
+that for its own count (torch.get_num_threads() 1 -> 2 after the first kernel call), so
+every later torch op would run on numba's pool size. The pools take turns; each parallel
+loop costs its start (tens of µs on idle cores, milliseconds when other processes hold
+them), which only very small shapes notice. Compiled code is cached beside this module,
+or in numba's per-user cache directory when the package is read-only (``numba_runtime``;
 tests/test_mamba_cpu_scan.py runs a read-only copy).
 
 Deviations
@@ -94,7 +97,9 @@ Deviations
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -284,11 +289,12 @@ def _backward(u, delta, A, B, C, grad_y, h_saved, chunk, per_group,
             grad_A_rows[bi, e0 + j, :] = grad_a[j]
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True)
 def _sum_rows(parts, out):
-    """out (M) = parts (R, M) summed over R, row after row (an order threads do not change)."""
+    """out (M) = parts (R, M) summed over R, row after row (one thread: a pass over memory,
+    not worth a parallel loop's start)."""
     R, M = parts.shape
-    for i in prange(M):
+    for i in range(M):
         acc = parts[0, i]
         for r in range(1, R):
             acc += parts[r, i]
@@ -296,6 +302,20 @@ def _sum_rows(parts, out):
 
 
 # --- PyTorch side --------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _kernel_threads() -> Iterator[int]:
+    """``numba_runtime.kernel_threads``, then torch's thread count put back as it was: the
+    first parallel loop of numba's OpenMP layer starts its pool with omp_set_num_threads
+    (numba's pool size), which torch's OpenMP reads as its own count (module docstring)."""
+    torch_threads = torch.get_num_threads()
+    try:
+        with numba_runtime.kernel_threads() as n:
+            yield n
+    finally:
+        if torch.get_num_threads() != torch_threads:
+            torch.set_num_threads(torch_threads)
 
 
 def _array(t: torch.Tensor) -> np.ndarray:
@@ -316,8 +336,7 @@ def _sum_over_first(parts: torch.Tensor) -> torch.Tensor:
     if parts.size(0) <= 1:
         return parts[0] if parts.size(0) else parts.new_zeros(parts.shape[1:])
     out = parts.new_empty(parts.shape[1:])
-    with numba_runtime.kernel_threads():
-        _sum_rows(_array(parts.reshape(parts.size(0), out.numel())), _array(out.view(-1)))
+    _sum_rows(_array(parts.reshape(parts.size(0), out.numel())), _array(out.view(-1)))
     return out
 
 
@@ -328,7 +347,7 @@ def _run_forward(u, delta, A, B, C, chunk: int, save: bool):
     y = torch.empty_like(u)
     shape = (bsz, E, -(-L // chunk), N) if save else (0, 0, 0, N)
     h_saved = u.new_empty(shape)
-    with numba_runtime.kernel_threads():
+    with _kernel_threads():
         _forward(*map(_array, (u, delta, A, B, C)), chunk, save, _array(y), _array(h_saved))
     return y, h_saved
 
@@ -358,7 +377,7 @@ class _FusedSelectiveScan(torch.autograd.Function):
         grad_C_groups = u.new_zeros(groups, bsz, L, N)
         arrays = (u, delta, A, B, C, grad_y, h_saved)
         outputs = (grad_u, grad_delta, grad_A_rows, grad_B_groups, grad_C_groups)
-        with numba_runtime.kernel_threads():
+        with _kernel_threads():
             _backward(*map(_array, arrays), ctx.chunk, per_group, *map(_array, outputs))
         grad_A = _sum_over_first(grad_A_rows)
         grad_B = _sum_over_first(grad_B_groups)
