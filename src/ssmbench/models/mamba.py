@@ -1,7 +1,8 @@
 """Mamba1 (selective SSM, S6) and Mamba2 (SSD): the mixers, their MAC counts and the classifiers.
 
-The scans the mixers run (pure PyTorch, or mamba_ssm's fused kernels) are in ``mamba_scan.py``;
-each mixer names the one its last forward pass ran in ``scan_path`` (``scan_paths.py``).
+The scans the mixers run (pure PyTorch, Mamba1's numba kernel on the CPU in
+``mamba_cpu_scan.py``, or mamba_ssm's fused kernels) are in ``mamba_scan.py``; each mixer
+names the one its last forward pass ran in ``scan_path`` (``scan_paths.py``).
 
 Sources
 -------
