@@ -1,28 +1,31 @@
 """The selective models' training step beside MS4N's, each Mamba1 scan method side by side
-(issue 33, item 1: goals Mamba1's step <= 3x MS4N's and TIDES's <= 3x, at B 64, C 3,
-L 1,000).
+(goals: Mamba1's step <= 3x MS4N's and TIDES's <= 3x, at B 64, C 3, L 1,000; at
+MotorImagery's shape, Mamba1-logncde's step with the fused scan <= 1/8 of the stepwise
+one's).
 
 Models: params.yaml's ``MS4N``, ``Mamba1``, ``TIDES`` and ``S5`` entries, built by the
 registry as a run builds them (``ssmbench.config.model_entry``,
-``ssmbench.models.build_model``). Mamba1 runs once per pure-PyTorch scan method of
-``mamba_scan.selective_scan`` (``stepwise``: one in-place op per step, a closed-form
-backward; ``parallel``: a parallel scan per chunk, checkpointed; the default, ``auto``,
-takes the stepwise one on the CPU) and, for reference, with the step-by-step recurrence
-``selective_scan_recurrence`` under autograd (``--recurrence``: the tests' reference, slow
-and memory-hungry). ``--motor-imagery`` adds Mamba1-logncde at its MotorImagery
-configuration and shape (B 32, C 64, L 3,000; 2 layers, d_model 128, d_state 64), each
-method, the run issue 32 needs.
+``ssmbench.models.build_model``). Mamba1 runs once per scan method of
+``mamba_scan.selective_scan`` (``fused``: the numba kernel of ``mamba_cpu_scan``, the
+default on the CPU (``auto``); ``stepwise``: one in-place op per step, a closed-form
+backward; ``parallel``: a parallel scan per chunk, checkpointed) and, for reference, with
+the step-by-step recurrence ``selective_scan_recurrence`` under autograd
+(``--recurrence``: the tests' reference, slow and memory-hungry). ``--motor-imagery``
+adds Mamba1-logncde at its MotorImagery configuration and shape (B 32, C 64, L 3,000;
+2 layers, d_model 128, d_state 64) with the fused and the stepwise scan
+(``--mi-parallel``: the parallel one too).
 
 A training step is zero_grad, forward, cross-entropy, backward and Adam's step, on random
 values with unit steps and K = 5 classes (2 at MotorImagery's shape). The models' steps
-are interleaved after a warm-up step each (drifts of a shared machine hit all alike);
-reported: the median wall-clock ms, the median process CPU ms, and the wall time over
-MS4N's beside the goal.
+are interleaved after a warm-up step each (drifts of a shared machine hit all alike; the
+warm-up also loads or compiles the fused kernels); reported: the median wall-clock ms,
+the median process CPU ms, and the wall time over MS4N's beside the goal (at
+MotorImagery's shape, over the stepwise scan's).
 
 Threads: 1 by default (``--threads``).
 
 Usage: .venv/bin/python benchmarks/bench_selective_step.py [--steps 3] [--threads 1]
-    [--shape 64x3x1000] [--recurrence] [--motor-imagery]
+    [--shape 64x3x1000] [--recurrence] [--motor-imagery [--mi-parallel]]
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ REPO = Path(__file__).resolve().parents[1]
 GOAL = 3.0  # the step over MS4N's, for Mamba1 and TIDES
 GOAL_MODELS = ("Mamba1", "TIDES")
 MOTOR_IMAGERY = (32, 64, 3000)
+MI_GOAL = 1 / 8  # Mamba1-logncde's fused step over its stepwise one at MotorImagery's shape
+AUTO = "fused"  # the scan method auto takes on the CPU, where this runs
 
 
 def _build(name: str, C: int, K: int, L: int, dataset: str | None = None, method=None):
@@ -114,6 +119,8 @@ def main(argv=None) -> int:
                     help="also Mamba1 with the step-by-step recurrence (slow)")  # fmt: skip
     ap.add_argument("--motor-imagery", action="store_true",
                     help="also Mamba1-logncde at MotorImagery's shape")  # fmt: skip
+    ap.add_argument("--mi-parallel", action="store_true",
+                    help="at MotorImagery's shape, the parallel scan too (slow)")  # fmt: skip
     args = ap.parse_args(argv)
 
     import platform
@@ -128,6 +135,7 @@ def main(argv=None) -> int:
     K = 5
     rows = {
         "MS4N": (_build("MS4N", C, K, L), False),
+        "Mamba1 (fused)": (_build("Mamba1", C, K, L, method="fused"), False),
         "Mamba1 (stepwise)": (_build("Mamba1", C, K, L, method="stepwise"), False),
         "Mamba1 (parallel)": (_build("Mamba1", C, K, L, method="parallel"), False),
         "TIDES": (_build("TIDES", C, K, L), False),
@@ -139,7 +147,7 @@ def main(argv=None) -> int:
     base = result["MS4N"][0]
     print(f"\nB {B}, C {C}, L {L:,}, K {K}; goal: Mamba1's and TIDES's step <= {GOAL:g}x MS4N's")
     print(f"{'model':<22} {'step ms':>9} {'cpu ms':>9} {'/ MS4N':>7} {'goal':>5}")
-    auto = "stepwise"  # the default (method auto) on the CPU, where this runs
+    auto = AUTO
     ok = True
     for label, (wall, cpu) in result.items():
         goal = ""
@@ -152,15 +160,23 @@ def main(argv=None) -> int:
     print(f"(goal rows: the CPU's defaults, Mamba1 {auto})")
     if args.motor_imagery:
         B, C, L = MOTOR_IMAGERY
+        methods = (AUTO, "stepwise", "parallel") if args.mi_parallel else (AUTO, "stepwise")
         mi = {
             f"Mamba1-logncde ({m})": (_build("Mamba1-logncde", C, 2, L, "MotorImagery", m), False)
-            for m in ("stepwise", "parallel")
+            for m in methods
         }
         mi_result = _compare(mi, B, C, L, 2, max(1, min(args.steps, 2)))
-        print(f"\nMotorImagery's shape: B {B}, C {C}, L {L:,}, K 2 (Mamba1-logncde's entry)")
-        print(f"{'model':<28} {'step s':>8} {'cpu s':>8}")
+        base = mi_result["Mamba1-logncde (stepwise)"][0]
+        print(f"\nMotorImagery's shape: B {B}, C {C}, L {L:,}, K 2 (Mamba1-logncde's entry); "
+              f"goal: the {AUTO} scan's step <= 1/{1 / MI_GOAL:g} of the stepwise one")  # fmt: skip
+        print(f"{'model':<28} {'step s':>8} {'cpu s':>8} {'/ stepwise':>11} {'goal':>6}")
         for label, (wall, cpu) in mi_result.items():
-            print(f"{label:<28} {wall:>8.1f} {cpu:>8.1f}", flush=True)
+            goal = ""
+            if label.endswith(f"({AUTO})"):
+                goal = f"1/{1 / MI_GOAL:g}"
+                ok &= wall / base <= MI_GOAL
+            print(f"{label:<28} {wall:>8.2f} {cpu:>8.2f} {wall / base:>11.3f} {goal:>6}",
+                  flush=True)  # fmt: skip
     return 0 if ok else 1
 
 

@@ -1,7 +1,7 @@
 """benchmarks/gpu_check.py, the script run the day a GPU is lent, keeps working: its
 ``--small`` dry run goes through every check on this machine's CPU and says it is not the
 GPU check; ConvTran's device copy gives the CPU's logits; it names the scan each model took
-(on the CPU: Mamba1 stepwise, Mamba2 parallel, the TIDES family chunked, MS4N none)."""
+(on the CPU: Mamba1 fused, Mamba2 parallel, the TIDES family chunked, MS4N none)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from conftest import REPO
 
 from ssmbench.models.scan_paths import (
     CHUNKED_LINEAR,
+    FUSED_CPU_SELECTIVE,
     PARALLEL_SSD,
     SEQUENTIAL_LOOP,
-    STEPWISE_SELECTIVE,
 )
 
 
@@ -32,10 +32,10 @@ def test_gpu_check_dry_run():
     diff = float(re.search(r"max \|Δ logits\| ([0-9.e+-]+)", out).group(1))
     assert diff < 1e-4
     if out.startswith("device: CPU"):
-        scans = dict(re.findall(r"^    ([\w-]+): ([a-z]+ \(pure PyTorch [^)]+\)|none)$", out, re.M))
+        scans = dict(re.findall(r"^    ([\w-]+): ([a-z]+ \([^)]+\)|none)$", out, re.M))
         assert scans == {
-            "Mamba1": STEPWISE_SELECTIVE,
-            "Mamba1-logncde": STEPWISE_SELECTIVE,
+            "Mamba1": FUSED_CPU_SELECTIVE,
+            "Mamba1-logncde": FUSED_CPU_SELECTIVE,
             "Mamba2": PARALLEL_SSD,
             "TIDES": CHUNKED_LINEAR,
             "S5": CHUNKED_LINEAR,
@@ -44,4 +44,4 @@ def test_gpu_check_dry_run():
             "FF-TIDES": SEQUENTIAL_LOOP,
             "MS4N": "none",
         }, out
-        assert f"[scan: {STEPWISE_SELECTIVE}]" in out.split("Mamba1: pure", 1)[1].splitlines()[0]
+        assert f"[scan: {FUSED_CPU_SELECTIVE}]" in out.split("Mamba1: pure", 1)[1].splitlines()[0]

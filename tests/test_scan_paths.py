@@ -1,6 +1,7 @@
 """The scan a model ran (ssmbench.models.scan_paths): each layer with a scan names the path
 its last forward pass took, and a run's record carries it as ``scan`` (null for a model
-without one). On this CPU: Mamba1 stepwise (parallel when its ``scan_method`` says so),
+without one). On the CPU: Mamba1 fused (stepwise or parallel when its ``scan_method`` says
+so),
 Mamba2 parallel, the TIDES family chunked (sequential in recurrent mode), the Fading Flash
 models' loop sequential, MS4N none."""
 
@@ -10,11 +11,12 @@ import pytest
 import torch
 from test_protocol import basic_motions, spec_for  # noqa: F401
 
-from ssmbench.models import MS4Classifier
+from ssmbench.models import MS4Classifier, numba_runtime
 from ssmbench.models.mamba import Mamba1Classifier, Mamba1Mixer, Mamba2Classifier
 from ssmbench.models.minimal_ssm import MinimalSSMClassifier
 from ssmbench.models.scan_paths import (
     CHUNKED_LINEAR,
+    FUSED_CPU_SELECTIVE,
     PARALLEL_SELECTIVE,
     PARALLEL_SSD,
     SCAN_PATHS,
@@ -41,12 +43,17 @@ def _ran(model, steps: bool = False) -> str | None:
 def test_mamba1_names_the_method_it_ran(monkeypatch):
     model = Mamba1Classifier(C, K, L, d_model=8, d_state=4, n_layers=2)
     assert scan_of(model) is None  # nothing has run yet
-    assert _ran(model) == STEPWISE_SELECTIVE  # auto on the CPU
+    assert _ran(model) == FUSED_CPU_SELECTIVE  # auto on the CPU
     for mixer in model.mixers:
         mixer.scan_method = "parallel"
     assert _ran(model) == PARALLEL_SELECTIVE
     monkeypatch.setattr(Mamba1Mixer, "scan_method", "stepwise")
     model = Mamba1Classifier(C, K, L, d_model=8, d_state=4)
+    assert _ran(model) == STEPWISE_SELECTIVE
+    # where the fused kernel cannot run (here numba made to look missing) the stepwise scan
+    # runs in its place, and the layer names it
+    monkeypatch.setattr(Mamba1Mixer, "scan_method", "auto")
+    monkeypatch.setattr(numba_runtime, "numba_missing", lambda: "numba does not import (test)")
     assert _ran(model) == STEPWISE_SELECTIVE
 
 
@@ -75,14 +82,14 @@ def test_the_record_names_the_scan_that_ran(basic_motions, tmp_path, monkeypatch
     spec["model_params"].update(d_model=8, d_state=4)
     logs = []
     record = run_job(spec, tmp_path / "auto" / "fold0.json", log=logs.append)
-    assert record["scan"] == STEPWISE_SELECTIVE
-    assert sum(line.endswith(f"] scan: {STEPWISE_SELECTIVE}") for line in logs) == 1, logs
+    assert record["scan"] == FUSED_CPU_SELECTIVE
+    assert sum(line.endswith(f"] scan: {FUSED_CPU_SELECTIVE}") for line in logs) == 1, logs
     monkeypatch.setattr(Mamba1Mixer, "scan_method", "parallel")
     record = run_job(spec, tmp_path / "parallel" / "fold0.json", log=lambda _: None)
     assert record["scan"] == PARALLEL_SELECTIVE
 
 
-@pytest.mark.parametrize("bad", ["fused", "loop"])
+@pytest.mark.parametrize("bad", ["numba", "loop"])
 def test_an_unknown_method_is_refused(bad):
     mixer = Mamba1Mixer(8, 4)
     mixer.scan_method = bad

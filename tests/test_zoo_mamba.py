@@ -115,11 +115,12 @@ def test_selective_scan_refuses_an_unknown_method():
         selective_scan(**_selective_inputs(L=3), method="fast")
 
 
-def test_selective_scan_picks_the_stepwise_method_on_the_cpu(monkeypatch):
+def test_selective_scan_picks_the_fused_method_on_the_cpu(monkeypatch):
     from ssmbench.models import mamba_scan
 
     called = []
     monkeypatch.setattr(mamba_scan, "_parallel_selective_scan", lambda *a: called.append(a))
+    monkeypatch.setattr(mamba_scan._StepwiseSelectiveScan, "apply", lambda *a: called.append(a))
     selective_scan(**_selective_inputs(L=5))
     assert called == []
 

@@ -1,7 +1,8 @@
 """Mamba1 (selective SSM, S6) and Mamba2 (SSD): the mixers, their MAC counts and the classifiers.
 
-The scans the mixers run (pure PyTorch, or mamba_ssm's fused kernels) are in ``mamba_scan.py``;
-each mixer names the one its last forward pass ran in ``scan_path`` (``scan_paths.py``).
+The scans the mixers run (pure PyTorch, Mamba1's numba kernel on the CPU in
+``mamba_cpu_scan.py``, or mamba_ssm's fused kernels) are in ``mamba_scan.py``; each mixer
+names the one its last forward pass ran in ``scan_path`` (``scan_paths.py``).
 
 Sources
 -------
@@ -181,7 +182,7 @@ from .frame import (
 from .mamba_scan import (
     fused_chunk_scan,
     fused_selective_scan,
-    resolve_method,
+    scan_method_for,
     selective_scan,
     ssd_scan,
 )
@@ -294,7 +295,8 @@ class Mamba1Mixer(nn.Module):
 
     #: use mamba_ssm's fused selective scan when importable and the input is on CUDA
     use_fused = True
-    #: the pure-PyTorch scan's method (``mamba_scan.SCAN_METHODS``; auto: by device)
+    #: the scan's method without mamba_ssm (``mamba_scan.SCAN_METHODS``; auto: fused on the
+    #: CPU, parallel elsewhere)
     scan_method = "auto"
     #: the scan the last forward pass ran (``scan_paths``; None: none has run)
     scan_path: str | None = None
@@ -356,11 +358,13 @@ class Mamba1Mixer(nn.Module):
                 delta_softplus=True,
             )
         else:
-            method = resolve_method(self.scan_method, x.device)
-            self.scan_path = (
-                scan_paths.STEPWISE_SELECTIVE if method == "stepwise"
-                else scan_paths.PARALLEL_SELECTIVE
-            )  # fmt: skip
+            bias = self.dt_proj.bias
+            method = scan_method_for(self.scan_method, u, delta, A, Bt, Ct, bias)
+            self.scan_path = {
+                "fused": scan_paths.FUSED_CPU_SELECTIVE,
+                "stepwise": scan_paths.STEPWISE_SELECTIVE,
+                "parallel": scan_paths.PARALLEL_SELECTIVE,
+            }[method]
             y = selective_scan(
                 u,
                 delta,

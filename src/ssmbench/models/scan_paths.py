@@ -11,13 +11,16 @@ LinODEnet's ODE steps, an estimator) has none: ``scan_of`` returns None.
 Names are "<kind> (<implementation>)", the kind one of
 
 * ``fused``: a CUDA / Triton kernel of mamba_ssm (``mamba_scan.fused_selective_scan``,
-  ``fused_chunk_scan``), on CUDA tensors when mamba_ssm is importable;
+  ``fused_chunk_scan``), on CUDA tensors when mamba_ssm is importable, or the numba CPU
+  kernel of Mamba1's selective scan (``mamba_cpu_scan``, the CPU's choice:
+  ``mamba_scan.selective_scan(method="fused")``);
 * ``parallel``: a parallel scan in plain PyTorch (log2 T levels of vectorised ops per chunk
   of T steps: ``mamba_scan.selective_scan(method="parallel")``, ``mamba_scan.ssd_scan``);
 * ``chunked``: TIDES' chunked scan in plain PyTorch (``tides_scan.linear_scan``: about
   2 sqrt(2L) whole-tensor steps, every chunk advanced at once);
 * ``stepwise``: one in-place op per time step over the whole state, with a closed-form
-  backward (``mamba_scan.selective_scan(method="stepwise")``, the CPU's choice);
+  backward (``mamba_scan.selective_scan(method="stepwise")``, the reference the fused CPU
+  kernel gives way to for inputs it does not take);
 * ``sequential``: the step-by-step reference recurrence, one autograd op per step
   (``tides_scan.recurrent_scan``: a TIDES layer's recurrent and step modes; the Fading
   Flash models' loop).
@@ -29,6 +32,7 @@ import torch.nn as nn
 
 FUSED_SELECTIVE = "fused (mamba_ssm selective_scan_fn)"
 FUSED_CHUNK = "fused (mamba_ssm mamba_chunk_scan_combined)"
+FUSED_CPU_SELECTIVE = "fused (numba mamba_cpu_scan)"
 PARALLEL_SELECTIVE = "parallel (pure PyTorch selective_scan)"
 STEPWISE_SELECTIVE = "stepwise (pure PyTorch selective_scan)"
 PARALLEL_SSD = "parallel (pure PyTorch ssd_scan)"
@@ -40,6 +44,7 @@ SEQUENTIAL_LOOP = "sequential (pure PyTorch loop over steps)"
 SCAN_PATHS = (
     FUSED_SELECTIVE,
     FUSED_CHUNK,
+    FUSED_CPU_SELECTIVE,
     PARALLEL_SELECTIVE,
     STEPWISE_SELECTIVE,
     PARALLEL_SSD,
