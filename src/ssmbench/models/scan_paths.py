@@ -36,6 +36,7 @@ FUSED_CPU_SELECTIVE = "fused (numba mamba_cpu_scan)"
 PARALLEL_SELECTIVE = "parallel (pure PyTorch selective_scan)"
 STEPWISE_SELECTIVE = "stepwise (pure PyTorch selective_scan)"
 PARALLEL_SSD = "parallel (pure PyTorch ssd_scan)"
+FUSED_TIDES_CPU = "fused (numba tides_cpu_scan.zoh_scan)"
 CHUNKED_LINEAR = "chunked (pure PyTorch tides_scan.linear_scan)"
 SEQUENTIAL_RECURRENT = "sequential (pure PyTorch tides_scan.recurrent_scan)"
 SEQUENTIAL_LOOP = "sequential (pure PyTorch loop over steps)"
@@ -48,6 +49,7 @@ SCAN_PATHS = (
     PARALLEL_SELECTIVE,
     STEPWISE_SELECTIVE,
     PARALLEL_SSD,
+    FUSED_TIDES_CPU,
     CHUNKED_LINEAR,
     SEQUENTIAL_RECURRENT,
     SEQUENTIAL_LOOP,
