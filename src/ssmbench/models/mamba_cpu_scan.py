@@ -75,7 +75,7 @@ Threads and cache
 -----------------
 ``numba_runtime.kernel_threads``: for one kernel call numba uses torch's intra-op thread
 count (``torch.set_num_threads``), capped by numba's pool; torch's count is put back after
-the call (``_kernel_threads``): numba's OpenMP layer starts its pool, at its first
+the call (``numba_runtime.kernel_threads``): numba's OpenMP layer starts its pool, at its first
 parallel loop in a process, with omp_set_num_threads(pool size), and torch's OpenMP takes
 that for its own count (torch.get_num_threads() 1 -> 2 after the first kernel call), so
 every later torch op would run on numba's pool size. The pools take turns; each parallel
@@ -97,9 +97,7 @@ Deviations
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -304,20 +302,6 @@ def _sum_rows(parts, out):
 # --- PyTorch side --------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _kernel_threads() -> Iterator[int]:
-    """``numba_runtime.kernel_threads``, then torch's thread count put back as it was: the
-    first parallel loop of numba's OpenMP layer starts its pool with omp_set_num_threads
-    (numba's pool size), which torch's OpenMP reads as its own count (module docstring)."""
-    torch_threads = torch.get_num_threads()
-    try:
-        with numba_runtime.kernel_threads() as n:
-            yield n
-    finally:
-        if torch.get_num_threads() != torch_threads:
-            torch.set_num_threads(torch_threads)
-
-
 def _array(t: torch.Tensor) -> np.ndarray:
     """The numpy view of a contiguous CPU tensor (no copy)."""
     return t.detach().numpy()
@@ -347,7 +331,7 @@ def _run_forward(u, delta, A, B, C, chunk: int, save: bool):
     y = torch.empty_like(u)
     shape = (bsz, E, -(-L // chunk), N) if save else (0, 0, 0, N)
     h_saved = u.new_empty(shape)
-    with _kernel_threads():
+    with numba_runtime.kernel_threads():
         _forward(*map(_array, (u, delta, A, B, C)), chunk, save, _array(y), _array(h_saved))
     return y, h_saved
 
@@ -377,7 +361,7 @@ class _FusedSelectiveScan(torch.autograd.Function):
         grad_C_groups = u.new_zeros(groups, bsz, L, N)
         arrays = (u, delta, A, B, C, grad_y, h_saved)
         outputs = (grad_u, grad_delta, grad_A_rows, grad_B_groups, grad_C_groups)
-        with _kernel_threads():
+        with numba_runtime.kernel_threads():
             _backward(*map(_array, arrays), ctx.chunk, per_group, *map(_array, outputs))
         grad_A = _sum_over_first(grad_A_rows)
         grad_B = _sum_over_first(grad_B_groups)

@@ -44,16 +44,22 @@ def numba_missing() -> str | None:
 @contextlib.contextmanager
 def kernel_threads() -> Iterator[int]:
     """Within the block numba's parallel loops use torch's thread count (capped by numba's
-    pool); yields that count and restores numba's previous one after."""
+    pool); yields that count and restores numba's previous one after, and torch's: the
+    first parallel loop of numba's OpenMP layer in a process starts its pool with
+    omp_set_num_threads(pool size), which torch's OpenMP then reads as its own count
+    (torch.get_num_threads() 1 -> 2), so every later torch op would run on numba's pool."""
     import numba
 
-    n = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+    torch_threads = torch.get_num_threads()
+    n = max(1, min(torch_threads, numba.config.NUMBA_NUM_THREADS))
     before = numba.get_num_threads()
     numba.set_num_threads(n)
     try:
         yield n
     finally:
         numba.set_num_threads(before)
+        if torch.get_num_threads() != torch_threads:
+            torch.set_num_threads(torch_threads)
 
 
 def fallback(kernel: str, reason: str) -> None:
