@@ -69,9 +69,9 @@ It is the closest to the machine among what the project installs: numba is a dep
 (aeon needs it), there is no compiler step at set-up, compiled code is cached
 (``cache=True``), and ``prange`` runs the b·E passes on its thread pool. The first call
 of a dtype compiles its kernels: 8.5-12.4 s with an empty cache for float32 (forward
-2.9-3.5 s, backward 5.6-8.9 s, on cores shared with other work; float64 as much again,
-at its first call), measured in a fresh process with ``NUMBA_CACHE_DIR`` an empty folder;
-a process that finds the cache imports numba and loads the kernels in 0.7-1.0 s.
+2.9-3.5 s, backward 5.6-8.9 s; float64 as much again, at its first call), measured in a
+fresh process with ``NUMBA_CACHE_DIR`` an empty folder; a process that finds the cache
+imports numba and loads the kernels in 0.7-1.0 s.
 A C++ extension (torch.utils.cpp_extension) would add a C++ toolchain at install time or
 a compile at first import, and a per-platform build; it would allow explicit SIMD
 intrinsics, but LLVM already vectorises the N loop here (the exponential included), so
