@@ -127,13 +127,15 @@ def main(argv=None) -> int:
 
     no_states = np.empty((0, 0, 0, N), f32)
     states = np.empty((bsz, E, -(-L // chunk), N), f32)
+    no_D, no_z = np.empty(0, f32), np.empty((0, 0, 0), f32)  # the scan alone
     groups, per_group = mamba_cpu_scan._groups(bsz, E)
     grad_y = rng.standard_normal((bsz, E, L), f32)
 
     def backward():
         outs = (np.empty_like(u), np.empty_like(u), np.empty((bsz, E, N), f32),
                 np.zeros((groups, bsz, L, N), f32), np.zeros((groups, bsz, L, N), f32))  # fmt: skip
-        mamba_cpu_scan._backward(u, delta, A, B, C, grad_y, states, chunk, per_group, *outs)
+        mamba_cpu_scan._backward(u, delta, A, B, C, no_D, grad_y, states, chunk, per_group,
+                                 *outs)  # fmt: skip
 
     block = [rng.standard_normal(BLOCK, f32) for _ in range(4)]
     block[0] = -np.abs(block[0]) * N / 2  # a: decay rates like A's
@@ -141,11 +143,13 @@ def main(argv=None) -> int:
     kernel_h = rng.standard_normal(N, f32)
     times = {
         "forward (kernel)": _best(
-            lambda: mamba_cpu_scan._forward(u, delta, A, B, C, chunk, False, y, no_states),
+            lambda: mamba_cpu_scan._forward(u, delta, A, B, C, no_D, no_z, chunk, False, y,
+                                            no_states, no_z),
             args.repeats,
         ),
         "forward, keeping states": _best(
-            lambda: mamba_cpu_scan._forward(u, delta, A, B, C, chunk, True, y, states),
+            lambda: mamba_cpu_scan._forward(u, delta, A, B, C, no_D, no_z, chunk, True, y,
+                                            states, no_z),
             args.repeats,
         ),
         "backward (kernel)": _best(backward, args.repeats),

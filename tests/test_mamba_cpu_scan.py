@@ -173,9 +173,9 @@ def test_without_gradients_no_state_is_kept(monkeypatch):
     run = mamba_cpu_scan._run_forward
 
     def spy(*args, save):
-        y, h_saved = run(*args, save=save)
-        saved.append(h_saved.numel())
-        return y, h_saved
+        y, h_saved, y_pre = run(*args, save=save)
+        saved.append(h_saved.numel() + y_pre.numel())
+        return y, h_saved, y_pre
 
     monkeypatch.setattr(mamba_cpu_scan, "_run_forward", spy)
     inp = _inputs(L=9)
@@ -248,7 +248,23 @@ def test_other_devices_and_shapes_are_refused():
     assert scan_method_for("fused", *meta[:5]) == "stepwise"
     broadcast_B = [*cpu[:3], cpu[3][:1], cpu[4]]  # B for one row, broadcast over b
     assert "shapes" in mamba_cpu_scan.refusal(*broadcast_B)
+    assert "shapes" in mamba_cpu_scan.refusal(*cpu[:5], D=cpu[5][:1])  # one D for all
+    assert "shapes" in mamba_cpu_scan.refusal(*cpu[:5], z=cpu[6][:1])  # z for one row
     assert "dtype torch.int64" in mamba_cpu_scan.refusal(*[t.long() for t in cpu])
+
+
+def test_broadcast_options_run_the_reference(fresh_log):
+    """D and z that broadcast (one value for every channel, one row for every row): the
+    stepwise method runs, with its answer."""
+    inp = _inputs(L=7)
+    inp["D"], inp["z"] = inp["D"][:1], inp["z"][:1]
+    weight = torch.randn(2, 5, 7)
+    y, grads = _output_and_grads(selective_scan, inp, weight, method="fused")
+    y_s, grads_s = _output_and_grads(selective_scan, inp, weight, method="stepwise")
+    assert torch.equal(y, y_s)
+    for name, grad in grads.items():
+        assert torch.equal(grad, grads_s[name]), name
+    assert len(_fallback_lines(fresh_log)) == 1
 
 
 # --- determinism and threads -----------------------------------------------------------------

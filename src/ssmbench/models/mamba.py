@@ -359,7 +359,7 @@ class Mamba1Mixer(nn.Module):
             )
         else:
             bias = self.dt_proj.bias
-            method = scan_method_for(self.scan_method, u, delta, A, Bt, Ct, bias)
+            method = scan_method_for(self.scan_method, u, delta, A, Bt, Ct, self.D, z, bias)
             self.scan_path = {
                 "fused": scan_paths.FUSED_CPU_SELECTIVE,
                 "stepwise": scan_paths.STEPWISE_SELECTIVE,

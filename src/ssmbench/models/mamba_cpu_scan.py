@@ -3,14 +3,15 @@
 
 What it computes
 ----------------
-u, Δ (b, E, L); A (E, N); B, C (b, L, N) -> y (b, E, L), and in the backward pass the
-gradients of all five:
+u, Δ (b, E, L); A (E, N); B, C (b, L, N); D (E) and z (b, E, L), each optional ->
+y (b, E, L), and in the backward pass the gradients of all seven:
 
     h_t = exp(Δ_t A) ⊙ h_{t-1} + Δ_t u_t B_t,   h_{-1} = 0        (state (b, E, N))
-    y_t = <C_t, h_t>
+    y_t = (<C_t, h_t> + D u_t) · SiLU(z_t)
 
-Δ is taken after its bias and softplus; the D skip and the SiLU(z) gate stay in
-``selective_scan`` as PyTorch ops (the same arithmetic as its other methods).
+Δ is taken after its bias and softplus, which stay in ``mamba_scan.selective_scan`` as
+PyTorch ops (vectorised there; a scalar log1p per step here would cost more than the
+pass it saves).
 
 Sources
 -------
@@ -25,20 +26,25 @@ Kernels
 -------
 * Forward (``_forward``): one pass per (row b, channel e), ``prange`` over the b·E pairs,
   the N states in a local buffer; per step one loop over N (contiguous: vectorised) forms
-  exp(Δ_t A_e), the update and the dot with C_t. With gradients it writes the state
-  entering every chunk of ``chunk`` steps, (b, E, L / chunk, N): the only states kept.
+  exp(Δ_t A_e), the update and the dot with C_t; then the D skip and the gate along the
+  row (vectorised over t). With gradients it writes the state entering every chunk of
+  ``chunk`` steps, (b, E, L / chunk, N): the only states kept, and with z the gate's
+  input (b, E, L).
+* Gate (``_gate_backward``): per row, the gradient through SiLU(z) and the D skip:
+  ∂l/∂z_t = dy_t y'_t SiLU'(z_t), the gradient reaching the scan dy_t SiLU(z_t), and
+  Σ_t of it times u_t per (b, e) for ∂l/∂D.
 * Backward (``_backward``): per row b and group of channels (``prange`` over them), chunks
   from last to first; per channel, the chunk's states are recomputed from the kept one
   into a (chunk + 1, N) buffer with their decays, then the adjoint
   g_t = ∂l/∂h_t = dy_t C_t + exp(Δ_{t+1} A) g_{t+1} runs backwards through the chunk and
   every gradient follows from g_t and h_{t-1}: ∂l/∂C_t = Σ_e dy_t h_t,
-  ∂l/∂B_t = Σ_e Δ_t u_t g_t, s_t = <g_t, B_t>, ∂l/∂u_t = Δ_t s_t, with
+  ∂l/∂B_t = Σ_e Δ_t u_t g_t, s_t = <g_t, B_t>, ∂l/∂u_t = Δ_t s_t + D dy_t, with
   q_t = g_t ⊙ h_{t-1} ⊙ exp(Δ_t A): ∂l/∂A = Σ_{b,t} Δ_t q_t, ∂l/∂Δ_t = <q_t, A> + u_t s_t.
   The carried g (times the decay) goes from one chunk to the one before it.
 * Deterministic: no sum depends on the threads. ∂l/∂B and ∂l/∂C (sums over E) are summed
   channel after channel within a group into the group's own (b, L, N) partial, the
-  groups' partials then in group order; ∂l/∂A (a sum over b) is kept per (b, e) and summed
-  over b in order. The number of groups follows b and E only (about 32 tasks when
+  groups' partials then in group order; ∂l/∂A and ∂l/∂D (sums over b) are kept per
+  (b, e) and summed over b in order. The number of groups follows b and E only (about 32 tasks when
   b < 32, one group otherwise), so a result is bitwise the same for every call and every
   thread count on one machine.
 * float32 and float64, one compile each (float64 holds ``torch.autograd.gradcheck``).
@@ -62,10 +68,10 @@ Why numba
 It is the closest to the machine among what the project installs: numba is a dependency
 (aeon needs it), there is no compiler step at set-up, compiled code is cached
 (``cache=True``), and ``prange`` runs the b·E passes on its thread pool. The first call
-of a dtype compiles its kernels: about 7 s with an empty cache for float32 (forward
-2-3 s, backward 5 s; float64 as much again, for its first call), measured in a fresh
-process with ``NUMBA_CACHE_DIR`` an empty folder; a process that finds the cache loads
-them in about 0.4 s.
+of a dtype compiles its kernels: 8.5-12.4 s with an empty cache for float32 (forward
+2.9-3.5 s, backward 5.6-8.9 s; float64 as much again, at its first call), measured in a
+fresh process with ``NUMBA_CACHE_DIR`` an empty folder; a process that finds the cache
+imports numba and loads the kernels in 0.7-1.0 s.
 A C++ extension (torch.utils.cpp_extension) would add a C++ toolchain at install time or
 a compile at first import, and a per-platform build; it would allow explicit SIMD
 intrinsics, but LLVM already vectorises the N loop here (the exponential included), so
@@ -88,11 +94,13 @@ Deviations
 ----------
 * The exponential in float32 is the vectorised one above, not libm's ``expf``: the same
   error bound, different roundings in the last bit.
-* Gradients are summed in other orders than the stepwise reference's (float rounding).
+* Gradients are summed in other orders than the stepwise reference's, and the D skip's
+  multiply-add may be one FMA (float rounding).
 * Non-contiguous inputs are copied to contiguous ones; inputs of mixed float dtypes are
   cast to their common one (as PyTorch's type promotion does in the reference) and y to
-  u's dtype (as the stepwise reference returns it). Whatever the kernel does not take
-  (``refusal``) runs the stepwise reference scan (``mamba_scan``).
+  the stepwise reference's dtype (u's, promoted with D's and z's). Whatever the kernel
+  does not take (``refusal``: D or z that broadcast, among others) runs the stepwise
+  reference scan (``mamba_scan``).
 """
 
 from __future__ import annotations
@@ -179,12 +187,17 @@ def _exp_overload(x):
 
 
 @njit(cache=True, parallel=True, fastmath=_FASTMATH)
-def _forward(u, delta, A, B, C, chunk, save, y, h_saved):
-    """y (b, E, L) from u, delta (b, E, L), A (E, N), B, C (b, L, N); with ``save`` the
-    state entering each chunk of ``chunk`` steps into h_saved (b, E, ceil(L / chunk), N)."""
+def _forward(u, delta, A, B, C, D, z, chunk, save, y, h_saved, y_pre):
+    """y (b, E, L) from u, delta (b, E, L), A (E, N), B, C (b, L, N), and with D (E) and
+    z (b, E, L) when they have entries (else (0) and (0, 0, 0)): y_t = <C_t, h_t> + D u_t,
+    times SiLU(z_t). With ``save`` the state entering each chunk of ``chunk`` steps goes
+    into h_saved (b, E, ceil(L / chunk), N), and with z the gate's input into y_pre
+    (b, E, L)."""
     bsz, E, L = u.shape
     N = A.shape[1]
+    has_D, has_z = D.shape[0] > 0, z.shape[0] > 0
     zero = np.float32(0.0)  # unifies with float64 in the float64 kernel
+    one = np.float32(1.0)
     for task in prange(bsz * E):
         bi = task // E
         e = task - bi * E
@@ -203,17 +216,61 @@ def _forward(u, delta, A, B, C, chunk, save, y, h_saved):
                 h[n] = h_n
                 acc += h_n * c_t[n]
             y[bi, e, t] = acc
+        # the D skip and the gate, along the row (vectorised over t)
+        y_row, u_row = y[bi, e], u[bi, e]
+        if has_D:
+            D_e = D[e]
+            for t in range(L):
+                y_row[t] += D_e * u_row[t]
+        if has_z:
+            z_row = z[bi, e]
+            if save:
+                y_pre[bi, e, :] = y_row
+            for t in range(L):
+                y_row[t] *= z_row[t] / (one + _exp(-z_row[t]))
 
 
 @njit(cache=True, parallel=True, fastmath=_FASTMATH)
-def _backward(u, delta, A, B, C, grad_y, h_saved, chunk, per_group,
+def _gate_backward(u, D, z, y_pre, grad_out, grad_y, grad_z, grad_D_rows):
+    """Through the gate and the D skip, per row (b, e): grad_y (b, E, L), the gradient
+    reaching <C_t, h_t> + D u_t, is grad_out SiLU(z) (grad_out without z); with z, grad_z
+    = grad_out y_pre SiLU'(z); with D, grad_D_rows (b, E) = Σ_t grad_y u_t. D and z as in
+    ``_forward``."""
+    bsz, E, L = u.shape
+    has_D, has_z = D.shape[0] > 0, z.shape[0] > 0
+    zero = np.float32(0.0)
+    one = np.float32(1.0)
+    for task in prange(bsz * E):
+        bi = task // E
+        e = task - bi * E
+        g_out, g_y = grad_out[bi, e], grad_y[bi, e]
+        if has_z:
+            z_row, pre, g_z = z[bi, e], y_pre[bi, e], grad_z[bi, e]
+            for t in range(L):
+                sig = one / (one + _exp(-z_row[t]))
+                g_z[t] = g_out[t] * pre[t] * (sig * (one + z_row[t] * (one - sig)))
+                g_y[t] = g_out[t] * (z_row[t] * sig)
+        else:
+            g_y[:] = g_out
+        if has_D:
+            u_row = u[bi, e]
+            acc = zero
+            for t in range(L):
+                acc += g_y[t] * u_row[t]
+            grad_D_rows[bi, e] = acc
+
+
+@njit(cache=True, parallel=True, fastmath=_FASTMATH)
+def _backward(u, delta, A, B, C, D, grad_y, h_saved, chunk, per_group,
               grad_u, grad_delta, grad_A_rows, grad_B_groups, grad_C_groups):  # fmt: skip
-    """The gradients, from the forward's inputs, grad_y (b, E, L) and the kept states
-    h_saved (b, E, n_chunks, N), by groups of ``per_group`` channels: grad_u, grad_delta
-    (b, E, L); grad_A_rows (b, E, N), per row b; grad_B_groups, grad_C_groups
-    (G, b, L, N), per group, zero on entry."""
+    """The gradients, from the forward's inputs, grad_y (b, E, L) (the gradient reaching
+    <C_t, h_t> + D u_t: ``_gate_backward``) and the kept states h_saved
+    (b, E, n_chunks, N), by groups of ``per_group`` channels: grad_u (with the D skip's
+    part when D has entries), grad_delta (b, E, L); grad_A_rows (b, E, N), per row b;
+    grad_B_groups, grad_C_groups (G, b, L, N), per group, zero on entry."""
     bsz, E, L = u.shape
     N = A.shape[1]
+    has_D = D.shape[0] > 0
     n_chunks = h_saved.shape[2]
     groups = grad_B_groups.shape[0]
     zero = np.float32(0.0)
@@ -237,6 +294,7 @@ def _backward(u, delta, A, B, C, grad_y, h_saved, chunk, per_group,
             for j in range(n_e):
                 e = e0 + j
                 a = A[e]  # (N)
+                D_e = D[e] if has_D else zero
                 # the chunk's states and decays again, from the state entering it
                 h[0, :] = h_saved[bi, e, k, :]
                 for s in range(T):
@@ -265,7 +323,7 @@ def _backward(u, delta, A, B, C, grad_y, h_saved, chunk, per_group,
                         g_s[n] = g_n
                         s_gb += g_n * b_t[n]
                         s_qa += g_n * h_prev[n] * dA[n] * a[n]
-                    grad_u[bi, e, t] = s_gb * d
+                    grad_u[bi, e, t] = s_gb * d + D_e * dy
                     grad_delta[bi, e, t] = s_qa + s_gb * u_t
                 g_first[j, :] = g[0]
                 decay_first[j, :] = decay[0]
@@ -324,68 +382,98 @@ def _sum_over_first(parts: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _run_forward(u, delta, A, B, C, chunk: int, save: bool):
-    """The forward kernel on contiguous tensors of one dtype -> (y, h_saved)."""
+def _run_forward(u, delta, A, B, C, D, z, chunk: int, save: bool):
+    """The forward kernel on contiguous tensors of one dtype (D, z: tensors with no
+    entries when absent) -> (y, h_saved, y_pre)."""
     bsz, E, L = u.shape
     N = A.size(1)
     y = torch.empty_like(u)
     shape = (bsz, E, -(-L // chunk), N) if save else (0, 0, 0, N)
     h_saved = u.new_empty(shape)
+    y_pre = torch.empty_like(u) if save and z.numel() else u.new_empty(0, 0, 0)
+    arrays = map(_array, (u, delta, A, B, C, D, z))
     with numba_runtime.kernel_threads():
-        _forward(*map(_array, (u, delta, A, B, C)), chunk, save, _array(y), _array(h_saved))
-    return y, h_saved
+        _forward(*arrays, chunk, save, _array(y), _array(h_saved), _array(y_pre))
+    return y, h_saved, y_pre
 
 
 class _FusedSelectiveScan(torch.autograd.Function):
-    """u, Δ (b, E, L); A (E, N); B, C (b, L, N), contiguous, one float dtype -> y (b, E, L)
-    (module docstring). Keeps the inputs and the state entering each chunk."""
+    """u, Δ (b, E, L); A (E, N); B, C (b, L, N); D (E) and z (b, E, L), or tensors with no
+    entries when absent; contiguous, one float dtype -> y (b, E, L) (module docstring).
+    Keeps the inputs, the state entering each chunk and, with z, the gate's input."""
 
     @staticmethod
-    def forward(ctx, u, delta, A, B, C, chunk):
-        y, h_saved = _run_forward(u, delta, A, B, C, chunk, save=True)
+    def forward(ctx, u, delta, A, B, C, D, z, chunk):
+        y, h_saved, y_pre = _run_forward(u, delta, A, B, C, D, z, chunk, save=True)
         ctx.chunk = chunk
-        ctx.save_for_backward(u, delta, A, B, C, h_saved)
+        ctx.save_for_backward(u, delta, A, B, C, D, z, h_saved, y_pre)
         return y
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad_y):
-        u, delta, A, B, C, h_saved = ctx.saved_tensors
-        grad_y = grad_y.to(u.dtype).contiguous()
+    def backward(ctx, grad_out):
+        u, delta, A, B, C, D, z, h_saved, y_pre = ctx.saved_tensors
+        grad_out = grad_out.to(u.dtype).contiguous()
         bsz, E, L = u.shape
         N = A.size(1)
+        grad_z, grad_D = torch.empty_like(z), torch.empty_like(D)
+        if D.numel() or z.numel():  # through the gate and the D skip first
+            grad_y, grad_D_rows = torch.empty_like(u), u.new_empty(bsz, E if D.numel() else 0)
+            arrays = map(_array, (u, D, z, y_pre, grad_out, grad_y, grad_z, grad_D_rows))
+            with numba_runtime.kernel_threads():
+                _gate_backward(*arrays)
+            if D.numel():
+                grad_D = _sum_over_first(grad_D_rows)
+        else:
+            grad_y = grad_out
         groups, per_group = _groups(bsz, E)
         grad_u, grad_delta = torch.empty_like(u), torch.empty_like(delta)
         grad_A_rows = u.new_empty(bsz, E, N)
         grad_B_groups = u.new_zeros(groups, bsz, L, N)
         grad_C_groups = u.new_zeros(groups, bsz, L, N)
-        arrays = (u, delta, A, B, C, grad_y, h_saved)
+        arrays = (u, delta, A, B, C, D, grad_y, h_saved)
         outputs = (grad_u, grad_delta, grad_A_rows, grad_B_groups, grad_C_groups)
         with numba_runtime.kernel_threads():
             _backward(*map(_array, arrays), ctx.chunk, per_group, *map(_array, outputs))
         grad_A = _sum_over_first(grad_A_rows)
         grad_B = _sum_over_first(grad_B_groups)
         grad_C = _sum_over_first(grad_C_groups)
-        return grad_u, grad_delta, grad_A, grad_B, grad_C, None
+        return grad_u, grad_delta, grad_A, grad_B, grad_C, grad_D, grad_z, None
 
 
-def refusal(*tensors: torch.Tensor) -> str | None:
-    """Why the kernel does not take ``selective_scan``'s tensors u, delta, A, B, C (and any
-    other operand whose dtype joins theirs, e.g. delta's bias); None when it does."""
-    devices = sorted({t.device.type for t in tensors})
+def refusal(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
+    delta_bias: torch.Tensor | None = None,
+) -> str | None:
+    """Why the kernel does not take ``mamba_scan.selective_scan``'s tensors (delta_bias
+    counts for the dtype only: it is added before the kernel); None when it does."""
+    given = [t for t in (u, delta, A, B, C, D, z, delta_bias) if t is not None]
+    devices = sorted({t.device.type for t in given})
     if devices != ["cpu"]:
         return f"tensors on {', '.join(devices)} (the kernel runs on the CPU)"
-    dtype = tensors[0].dtype
-    for t in tensors[1:]:
+    dtype = u.dtype
+    for t in given:
         dtype = torch.promote_types(dtype, t.dtype)
     if dtype not in _FLOATS:
         return f"dtype {dtype} (the kernel takes float32 and float64)"
-    u, delta, A, B, C = tensors[:5]
+    shapes = "shapes other than u, delta, z (b, E, L), A (E, N), B, C (b, N, L), D (E)"
     if u.dim() != 3 or A.dim() != 2:
-        return "shapes other than u, delta (b, E, L), A (E, N), B, C (b, N, L)"
+        return shapes
     (bsz, E, L), N = u.shape, A.size(1)
-    if delta.shape != u.shape or A.shape != (E, N) or not B.shape == C.shape == (bsz, N, L):
-        return "shapes other than u, delta (b, E, L), A (E, N), B, C (b, N, L)"
+    if (
+        delta.shape != u.shape
+        or A.shape != (E, N)
+        or not B.shape == C.shape == (bsz, N, L)
+        or (D is not None and D.shape != (E,))
+        or (z is not None and z.shape != u.shape)
+    ):
+        return shapes
     return None
 
 
@@ -395,21 +483,31 @@ def selective_scan(
     A: torch.Tensor,
     B: torch.Tensor,
     C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
     chunk_size: int = 64,
 ) -> torch.Tensor:
-    """y (b, E, L) with y_t = <C_t, h_t>, h_t = exp(Δ_t A) h_{t-1} + Δ_t u_t B_t, by the
-    fused kernel. u, delta (b, E, L); A (E, N); B, C (b, N, L) (``mamba_scan``'s layouts);
-    inputs ``refusal`` passes. The state is kept every ``chunk_size`` steps when gradients
-    are needed."""
-    dtype = u.dtype
-    for t in (delta, A, B, C):
+    """y (b, E, L) with y_t = <C_t, h_t> + D u_t, times SiLU(z_t) when z is given, where
+    h_t = exp(Δ_t A) h_{t-1} + Δ_t u_t B_t, by the fused kernel. u, delta (b, E, L) (delta
+    after its bias and softplus); A (E, N); B, C (b, N, L); D (E); z (b, E, L)
+    (``mamba_scan``'s layouts); inputs ``refusal`` passes. The state is kept every
+    ``chunk_size`` steps when gradients are needed. y has the dtype of ``mamba_scan``'s
+    stepwise method: u's, promoted with D's and z's."""
+    given = [t for t in (u, delta, A, B, C, D, z) if t is not None]
+    dtype = out_dtype = u.dtype
+    for t in given:
         dtype = torch.promote_types(dtype, t.dtype)
+    for t in (D, z):
+        if t is not None:
+            out_dtype = torch.promote_types(out_dtype, t.dtype)
     u_, delta_, A_ = (t.to(dtype).contiguous() for t in (u, delta, A))
     # B, C time-major (b, L, N): each step reads N contiguous numbers
     B_, C_ = (t.to(dtype).transpose(1, 2).contiguous() for t in (B, C))
+    D_ = u_.new_empty(0) if D is None else D.to(dtype).contiguous()
+    z_ = u_.new_empty(0, 0, 0) if z is None else z.to(dtype).contiguous()
     chunk = max(1, min(int(chunk_size), u.size(-1)))
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (u, delta, A, B, C)):
-        y = _FusedSelectiveScan.apply(u_, delta_, A_, B_, C_, chunk)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in given):
+        y = _FusedSelectiveScan.apply(u_, delta_, A_, B_, C_, D_, z_, chunk)
     else:
-        y, _ = _run_forward(u_, delta_, A_, B_, C_, chunk, save=False)
-    return y.to(u.dtype)
+        y = _run_forward(u_, delta_, A_, B_, C_, D_, z_, chunk, save=False)[0]
+    return y.to(out_dtype)

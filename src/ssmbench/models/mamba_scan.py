@@ -26,16 +26,16 @@ Choices
   parallel one elsewhere (on a GPU, L small kernels a layer cost more than log2(T) large
   ones).
 
-  - ``fused``: one numba kernel for the forward and one for the backward pass
-    (``mamba_cpu_scan``): per (row, channel) a single pass over time with the N states in a
-    local buffer, the state kept every ``chunk_size`` steps and recomputed chunk by chunk
-    in the backward, in the closed form of the stepwise method. Its forward and backward
-    at (b 16, E 128, L 1,000, N 64) on one thread are about 70x faster than the stepwise
-    method's (``benchmarks/bench_scan_bound.py``). Inputs it does not take (numba not
-    importable, a dtype other than float32 / float64, a tensor off the CPU, other shapes)
-    run the stepwise method instead, with one log line per reason
-    (``numba_runtime.fallback``): the answer is the reference's, never an error of the
-    kernel's.
+  - ``fused``: numba kernels for the forward and the backward pass (``mamba_cpu_scan``):
+    per (row, channel) a single pass over time with the N states in a local buffer, the
+    D skip and the SiLU(z) gate within, the state kept every ``chunk_size`` steps and
+    recomputed chunk by chunk in the backward, in the closed form of the stepwise method.
+    Its forward and backward at (b 16, E 128, L 1,000, N 64) on one thread are about 70x
+    faster than the stepwise method's (``benchmarks/bench_scan_bound.py``). Inputs it
+    does not take (numba not importable, a dtype other than float32 / float64, a tensor
+    off the CPU, other shapes, a D or z that broadcasts) run the stepwise method instead,
+    with one log line per reason (``numba_runtime.fallback``): the answer is the
+    reference's, never an error of the kernel's.
 
   The two PyTorch methods, the references, go by chunks of ``chunk_size`` steps (default
   64) and time-first, (T, b, E, N), so that each step touches one contiguous block:
@@ -132,9 +132,9 @@ def resolve_method(method: str, device: torch.device) -> str:
     return method
 
 
-def _fused_refusal(*tensors: torch.Tensor) -> str | None:
-    """Why the fused CPU kernel does not take ``tensors`` (u, delta, A, B, C, then any
-    operand joining their dtype); None when it does."""
+def _fused_refusal(*tensors: torch.Tensor | None) -> str | None:
+    """Why the fused CPU kernel does not take ``selective_scan``'s tensors u, delta, A, B,
+    C, D, z, delta_bias (None: not given); None when it does."""
     missing = numba_runtime.numba_missing()
     if missing is not None:
         return missing
@@ -150,6 +150,8 @@ def scan_method_for(
     A: torch.Tensor,
     B: torch.Tensor,
     C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
     delta_bias: torch.Tensor | None = None,
 ) -> str:
     """The method ``selective_scan`` runs for these inputs: ``resolve_method``'s, except
@@ -157,8 +159,7 @@ def scan_method_for(
     once per reason: ``numba_runtime.fallback``)."""
     method = resolve_method(method, u.device)
     if method == "fused":
-        extra = () if delta_bias is None else (delta_bias,)
-        reason = _fused_refusal(u, delta, A, B, C, *extra)
+        reason = _fused_refusal(u, delta, A, B, C, D, z, delta_bias)
         if reason is not None:
             numba_runtime.fallback(FUSED_CPU_KERNEL, reason)
             return "stepwise"
@@ -310,24 +311,23 @@ def selective_scan(
     scan per chunk, checkpointed) or ``auto``: fused on the CPU, parallel elsewhere
     (module docstring).
     """
-    method = scan_method_for(method, u, delta, A, B, C, delta_bias)
+    method = scan_method_for(method, u, delta, A, B, C, D, z, delta_bias)
     if delta_bias is not None:
         delta = delta + delta_bias.unsqueeze(-1)
     if delta_softplus:
         delta = F.softplus(delta)
-    if method == "fused":
+    if method == "fused":  # the D skip and the gate within the kernel
         from . import mamba_cpu_scan
 
-        y = mamba_cpu_scan.selective_scan(u, delta, A, B, C, chunk_size)  # (b, E, L)
+        return mamba_cpu_scan.selective_scan(u, delta, A, B, C, D, z, chunk_size)
+    # time-first copies (L, b, .) so that every step of the scan is one contiguous block
+    u_t, delta_t = u.permute(2, 0, 1).contiguous(), delta.permute(2, 0, 1).contiguous()
+    B_t, C_t = B.permute(2, 0, 1).contiguous(), C.permute(2, 0, 1).contiguous()
+    if method == "stepwise":
+        y = _StepwiseSelectiveScan.apply(u_t, delta_t, A.contiguous(), B_t, C_t, chunk_size)
     else:
-        # time-first copies (L, b, .) so that every step of the scan is one contiguous block
-        u_t, delta_t = u.permute(2, 0, 1).contiguous(), delta.permute(2, 0, 1).contiguous()
-        B_t, C_t = B.permute(2, 0, 1).contiguous(), C.permute(2, 0, 1).contiguous()
-        if method == "stepwise":
-            y = _StepwiseSelectiveScan.apply(u_t, delta_t, A.contiguous(), B_t, C_t, chunk_size)
-        else:
-            y = _parallel_selective_scan(u_t, delta_t, A, B_t, C_t, chunk_size)
-        y = y.permute(1, 2, 0)  # (b, E, L)
+        y = _parallel_selective_scan(u_t, delta_t, A, B_t, C_t, chunk_size)
+    y = y.permute(1, 2, 0)  # (b, E, L)
     if D is not None:
         y = y + u * D.unsqueeze(-1)
     if z is not None:
