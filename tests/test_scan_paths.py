@@ -1,8 +1,8 @@
 """The scan a model ran (ssmbench.models.scan_paths): each layer with a scan names the path
 its last forward pass took, and a run's record carries it as ``scan`` (null for a model
 without one). On this CPU: Mamba1 stepwise (parallel when its ``scan_method`` says so),
-Mamba2 parallel, the TIDES family chunked (sequential in recurrent mode), the Fading Flash
-models' loop sequential, MS4N none."""
+Mamba2 parallel, the TIDES family fused (numba; chunked without it or with ``use_fused``
+off, sequential in recurrent mode), the Fading Flash models' loop sequential, MS4N none."""
 
 from __future__ import annotations
 
@@ -13,8 +13,10 @@ from test_protocol import basic_motions, spec_for  # noqa: F401
 from ssmbench.models import MS4Classifier
 from ssmbench.models.mamba import Mamba1Classifier, Mamba1Mixer, Mamba2Classifier
 from ssmbench.models.minimal_ssm import MinimalSSMClassifier
+from ssmbench.models.numba_runtime import numba_missing
 from ssmbench.models.scan_paths import (
     CHUNKED_LINEAR,
+    FUSED_TIDES_CPU,
     PARALLEL_SELECTIVE,
     PARALLEL_SSD,
     SCAN_PATHS,
@@ -52,8 +54,12 @@ def test_mamba1_names_the_method_it_ran(monkeypatch):
 
 def test_the_other_scan_layers_name_their_path():
     assert _ran(Mamba2Classifier(C, K, L, d_model=8, d_state=4, headdim=4)) == PARALLEL_SSD
+    fused = CHUNKED_LINEAR if numba_missing() else FUSED_TIDES_CPU
     for cls in (TIDESClassifier, S5Classifier, MambaSClassifier):
         model = cls(C, K, L, **cls.TEST_PARAMS)
+        assert _ran(model, steps=True) == fused, cls.__name__
+        for block in model.blocks:
+            block.ssm.use_fused = False
         assert _ran(model, steps=True) == CHUNKED_LINEAR, cls.__name__
         assert _ran(model.set_recurrent(), steps=True) == SEQUENTIAL_RECURRENT, cls.__name__
     assert _ran(MinimalSSMClassifier(C, K, L), steps=True) == SEQUENTIAL_LOOP

@@ -11,11 +11,14 @@ LinODEnet's ODE steps, an estimator) has none: ``scan_of`` returns None.
 Names are "<kind> (<implementation>)", the kind one of
 
 * ``fused``: a CUDA / Triton kernel of mamba_ssm (``mamba_scan.fused_selective_scan``,
-  ``fused_chunk_scan``), on CUDA tensors when mamba_ssm is importable;
+  ``fused_chunk_scan``), on CUDA tensors when mamba_ssm is importable; the TIDES family's
+  zero-order hold and recurrence in one numba kernel (``tides_cpu_scan.zoh_scan``), on CPU
+  tensors when numba imports (the CPU's choice);
 * ``parallel``: a parallel scan in plain PyTorch (log2 T levels of vectorised ops per chunk
   of T steps: ``mamba_scan.selective_scan(method="parallel")``, ``mamba_scan.ssd_scan``);
 * ``chunked``: TIDES' chunked scan in plain PyTorch (``tides_scan.linear_scan``: about
-  2 sqrt(2L) whole-tensor steps, every chunk advanced at once);
+  2 sqrt(2L) whole-tensor steps, every chunk advanced at once): off the CPU, with the
+  bilinear discretisation, and where the fused kernel cannot take the inputs;
 * ``stepwise``: one in-place op per time step over the whole state, with a closed-form
   backward (``mamba_scan.selective_scan(method="stepwise")``, the CPU's choice);
 * ``sequential``: the step-by-step reference recurrence, one autograd op per step
@@ -32,6 +35,7 @@ FUSED_CHUNK = "fused (mamba_ssm mamba_chunk_scan_combined)"
 PARALLEL_SELECTIVE = "parallel (pure PyTorch selective_scan)"
 STEPWISE_SELECTIVE = "stepwise (pure PyTorch selective_scan)"
 PARALLEL_SSD = "parallel (pure PyTorch ssd_scan)"
+FUSED_TIDES_CPU = "fused (numba tides_cpu_scan.zoh_scan)"
 CHUNKED_LINEAR = "chunked (pure PyTorch tides_scan.linear_scan)"
 SEQUENTIAL_RECURRENT = "sequential (pure PyTorch tides_scan.recurrent_scan)"
 SEQUENTIAL_LOOP = "sequential (pure PyTorch loop over steps)"
@@ -43,6 +47,7 @@ SCAN_PATHS = (
     PARALLEL_SELECTIVE,
     STEPWISE_SELECTIVE,
     PARALLEL_SSD,
+    FUSED_TIDES_CPU,
     CHUNKED_LINEAR,
     SEQUENTIAL_RECURRENT,
     SEQUENTIAL_LOOP,
