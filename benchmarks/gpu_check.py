@@ -15,7 +15,8 @@
    params.yaml entry, one forward pass): the name its layers record
    (``ssmbench.models.scan_paths``, the run record's ``scan``): fused (mamba_ssm's kernels;
    the TIDES family's numba kernel on the CPU), parallel, chunked, stepwise or sequential
-   (pure PyTorch); "none" for a model without a scan. Sections 1 and 3 print the scan of each pass they time as well.
+   (pure PyTorch); "none" for a model without a scan. Sections 1 and 3 print the scan of
+   each pass they time as well.
 
     .venv/bin/python benchmarks/gpu_check.py            # on the GPU
     .venv/bin/python benchmarks/gpu_check.py --small    # any machine: tiny sizes, a dry run
