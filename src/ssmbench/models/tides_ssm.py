@@ -597,9 +597,10 @@ class TIDESSSM(nn.Module):
         return torch.cat(parts, dim=0)
 
     def _elements(self, u: torch.Tensor, steps: torch.Tensor, materialise: bool = False):
-        """The recurrence's (Λ̄_t, B̄_t u_t), each (..., S). The parallel mode (ZOH): real
-        arithmetic and a closed-form backward (``zoh_elements``); the recurrent and step
-        modes, and bilinear: complex arithmetic through ``discretize``."""
+        """The recurrence's (Λ̄_t, B̄_t u_t), each (..., S), formed: the recurrent and step
+        modes (``materialise``), and bilinear: complex arithmetic through ``discretize``;
+        else (ZOH) ``zoh_elements``, the elements of the parallel mode's reference path
+        (``_states``)."""
         delta = self._delta(u, steps)
         if materialise or self.discretization != "zoh":
             lam_bar, gain = discretize(self._lambda(u), delta, self.discretization)
