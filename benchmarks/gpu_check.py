@@ -14,9 +14,9 @@
 4. The scan each model with a recurrence takes on this device as a run trains it (its
    params.yaml entry, one forward pass): the name its layers record
    (``ssmbench.models.scan_paths``, the run record's ``scan``): fused (mamba_ssm's kernels;
-   on the CPU, Mamba1's numba kernel), parallel, chunked, stepwise or sequential (pure
-   PyTorch); "none" for a model without a scan. Sections 1 and 3 print the scan of each
-   pass they time as well.
+   on the CPU, the numba kernels of Mamba1 and of the TIDES family), parallel, chunked,
+   stepwise or sequential (pure PyTorch); "none" for a model without a scan. Sections 1
+   and 3 print the scan of each pass they time as well.
 
     .venv/bin/python benchmarks/gpu_check.py            # on the GPU
     .venv/bin/python benchmarks/gpu_check.py --small    # any machine: tiny sizes, a dry run

@@ -1,7 +1,7 @@
 """benchmarks/gpu_check.py, the script run the day a GPU is lent, keeps working: its
 ``--small`` dry run goes through every check on this machine's CPU and says it is not the
 GPU check; ConvTran's device copy gives the CPU's logits; it names the scan each model took
-(on the CPU: Mamba1 fused, Mamba2 parallel, the TIDES family chunked, MS4N none)."""
+(on the CPU: Mamba1 fused, Mamba2 parallel, the TIDES family fused by numba, MS4N none)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,11 @@ import sys
 
 from conftest import REPO
 
+from ssmbench.models.numba_runtime import numba_missing
 from ssmbench.models.scan_paths import (
     CHUNKED_LINEAR,
     FUSED_CPU_SELECTIVE,
+    FUSED_TIDES_CPU,
     PARALLEL_SSD,
     SEQUENTIAL_LOOP,
 )
@@ -33,14 +35,15 @@ def test_gpu_check_dry_run():
     assert diff < 1e-4
     if out.startswith("device: CPU"):
         scans = dict(re.findall(r"^    ([\w-]+): ([a-z]+ \([^)]+\)|none)$", out, re.M))
+        tides = CHUNKED_LINEAR if numba_missing() else FUSED_TIDES_CPU
         assert scans == {
             "Mamba1": FUSED_CPU_SELECTIVE,
             "Mamba1-logncde": FUSED_CPU_SELECTIVE,
             "Mamba2": PARALLEL_SSD,
-            "TIDES": CHUNKED_LINEAR,
-            "S5": CHUNKED_LINEAR,
-            "S5-logncde": CHUNKED_LINEAR,
-            "MambaS": CHUNKED_LINEAR,
+            "TIDES": tides,
+            "S5": tides,
+            "S5-logncde": tides,
+            "MambaS": tides,
             "FF-TIDES": SEQUENTIAL_LOOP,
             "MS4N": "none",
         }, out

@@ -1,9 +1,9 @@
 """The scan a model ran (ssmbench.models.scan_paths): each layer with a scan names the path
 its last forward pass took, and a run's record carries it as ``scan`` (null for a model
 without one). On the CPU: Mamba1 fused (stepwise or parallel when its ``scan_method`` says
-so),
-Mamba2 parallel, the TIDES family chunked (sequential in recurrent mode), the Fading Flash
-models' loop sequential, MS4N none."""
+so), Mamba2 parallel, the TIDES family fused (numba; chunked without it or with
+``use_fused`` off, sequential in recurrent mode), the Fading Flash models' loop
+sequential, MS4N none."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from test_protocol import basic_motions, spec_for  # noqa: F401
 from ssmbench.models import MS4Classifier, numba_runtime
 from ssmbench.models.mamba import Mamba1Classifier, Mamba1Mixer, Mamba2Classifier
 from ssmbench.models.minimal_ssm import MinimalSSMClassifier
+from ssmbench.models.numba_runtime import numba_missing
 from ssmbench.models.scan_paths import (
     CHUNKED_LINEAR,
     FUSED_CPU_SELECTIVE,
+    FUSED_TIDES_CPU,
     PARALLEL_SELECTIVE,
     PARALLEL_SSD,
     SCAN_PATHS,
@@ -59,8 +61,12 @@ def test_mamba1_names_the_method_it_ran(monkeypatch):
 
 def test_the_other_scan_layers_name_their_path():
     assert _ran(Mamba2Classifier(C, K, L, d_model=8, d_state=4, headdim=4)) == PARALLEL_SSD
+    fused = CHUNKED_LINEAR if numba_missing() else FUSED_TIDES_CPU
     for cls in (TIDESClassifier, S5Classifier, MambaSClassifier):
         model = cls(C, K, L, **cls.TEST_PARAMS)
+        assert _ran(model, steps=True) == fused, cls.__name__
+        for block in model.blocks:
+            block.ssm.use_fused = False
         assert _ran(model, steps=True) == CHUNKED_LINEAR, cls.__name__
         assert _ran(model.set_recurrent(), steps=True) == SEQUENTIAL_RECURRENT, cls.__name__
     assert _ran(MinimalSSMClassifier(C, K, L), steps=True) == SEQUENTIAL_LOOP

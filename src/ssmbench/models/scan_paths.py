@@ -11,13 +11,15 @@ LinODEnet's ODE steps, an estimator) has none: ``scan_of`` returns None.
 Names are "<kind> (<implementation>)", the kind one of
 
 * ``fused``: a CUDA / Triton kernel of mamba_ssm (``mamba_scan.fused_selective_scan``,
-  ``fused_chunk_scan``), on CUDA tensors when mamba_ssm is importable, or the numba CPU
-  kernel of Mamba1's selective scan (``mamba_cpu_scan``, the CPU's choice:
-  ``mamba_scan.selective_scan(method="fused")``);
+  ``fused_chunk_scan``), on CUDA tensors when mamba_ssm is importable; on the CPU the numba
+  kernels of Mamba1's selective scan (``mamba_cpu_scan``:
+  ``mamba_scan.selective_scan(method="fused")``) and of the TIDES family's zero-order hold
+  and recurrence (``tides_cpu_scan.zoh_scan``), the CPU's choice when numba imports;
 * ``parallel``: a parallel scan in plain PyTorch (log2 T levels of vectorised ops per chunk
   of T steps: ``mamba_scan.selective_scan(method="parallel")``, ``mamba_scan.ssd_scan``);
 * ``chunked``: TIDES' chunked scan in plain PyTorch (``tides_scan.linear_scan``: about
-  2 sqrt(2L) whole-tensor steps, every chunk advanced at once);
+  2 sqrt(2L) whole-tensor steps, every chunk advanced at once): off the CPU, with the
+  bilinear discretisation, and where the fused kernel cannot take the inputs;
 * ``stepwise``: one in-place op per time step over the whole state, with a closed-form
   backward (``mamba_scan.selective_scan(method="stepwise")``, the reference the fused CPU
   kernel gives way to for inputs it does not take);

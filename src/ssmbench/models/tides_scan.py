@@ -40,6 +40,11 @@ Implementation
 * ``recurrent_scan`` and ``discretize`` are the step-by-step reference (the recurrent,
   step and streaming modes use them; tests/test_tides_fast_scan.py holds the fast path to
   a reference recurrence written from the layer's parameters).
+* On the CPU the layer runs ``zoh_elements`` and ``linear_scan`` as one fused numba kernel
+  (``tides_cpu_scan.zoh_scan``: a and b never formed, the same formulas);
+  ``zoh_elements`` and ``linear_scan`` are its reference (tests/test_tides_cpu_scan.py)
+  and run off the CPU, with the bilinear discretisation, and where the kernel cannot take
+  the inputs.
 
 Deviations
 ----------

@@ -3,13 +3,18 @@ maps, the GLU encoder, the low-rank B/C heads and the RMSNorms. The classifiers 
 and the sources, facts and deviations of the whole family, are in ``tides.py``.
 
 The parallel mode (``TIDESSSM.forward``) runs time first, (L, B, ...): the per-step
-quantities of a chunk of steps, (Λ̄, B̄u) by ``tides_scan.zoh_elements``, the recurrence by
-``tides_scan.linear_scan`` from the state the previous chunk ended in, the readout; the whole
-sequence is one chunk up to WHOLE_ELEMENTS, above it chunks of CHUNK_ELEMENTS run under
-checkpointing. The projected B_t, C_t are never formed: their products (the drive, the
-readout, the RMS of their columns and rows) are autograd Functions over blocks of
-TOKEN_BLOCK tokens (``tides_products.py``). The recurrent and step modes form
-every B_t, C_t and run the recurrence step by step (the reference's arithmetic)."""
+quantities of a chunk of steps (Λ, Δ, B_t u_t), the zero-order hold and the recurrence from
+the state the previous chunk ended in, the readout; the whole sequence is one chunk up to
+WHOLE_ELEMENTS, above it chunks of CHUNK_ELEMENTS run under checkpointing. The zero-order
+hold and the recurrence are one fused kernel on the CPU (``tides_cpu_scan.zoh_scan``, when
+``use_fused`` and the kernel takes the inputs); elsewhere, with the bilinear
+discretisation, or when the kernel cannot take the inputs (a ``numba_runtime.fallback``
+line says why), (Λ̄, B̄u) by ``tides_scan.zoh_elements`` (or ``discretize``) and the
+recurrence by ``tides_scan.linear_scan``, the same arithmetic. The projected B_t, C_t are
+never formed: their products (the drive, the readout, the RMS of their columns and rows)
+are autograd Functions over blocks of TOKEN_BLOCK tokens (``tides_products.py``). The
+recurrent and step modes form every B_t, C_t and run the recurrence step by step (the
+reference's arithmetic)."""
 
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
-from . import scan_paths
+from . import numba_runtime, scan_paths, tides_cpu_scan
 from .tides_products import drive_products, quadratic_forms, readout_products, write_steps
 from .tides_scan import DISCRETIZATIONS, discretize, linear_scan, recurrent_scan, zoh_elements
 
@@ -213,6 +218,10 @@ class TIDESSSM(nn.Module):
     CORE_PARAMETERS = ("Lambda_re", "Lambda_im", "B", "C")
     #: the scan the last forward pass (or step) ran (``scan_paths``; None: none has run)
     scan_path: str | None = None
+    #: run the parallel mode's ZOH and recurrence by the fused CPU kernel
+    #: (``tides_cpu_scan.zoh_scan``) where it takes the inputs; False: the reference
+    #: (``zoh_elements`` and ``linear_scan``) always
+    use_fused = True
 
     def __init__(
         self,
@@ -588,9 +597,10 @@ class TIDESSSM(nn.Module):
         return torch.cat(parts, dim=0)
 
     def _elements(self, u: torch.Tensor, steps: torch.Tensor, materialise: bool = False):
-        """The recurrence's (Λ̄_t, B̄_t u_t), each (..., S). The parallel mode (ZOH): real
-        arithmetic and a closed-form backward (``zoh_elements``); the recurrent and step
-        modes, and bilinear: complex arithmetic through ``discretize``."""
+        """The recurrence's (Λ̄_t, B̄_t u_t), each (..., S), formed: the recurrent and step
+        modes (``materialise``), and bilinear: complex arithmetic through ``discretize``;
+        else (ZOH) ``zoh_elements``, the elements of the parallel mode's reference path
+        (``_states``)."""
         delta = self._delta(u, steps)
         if materialise or self.discretization != "zoh":
             lam_bar, gain = discretize(self._lambda(u), delta, self.discretization)
@@ -606,7 +616,6 @@ class TIDESSSM(nn.Module):
         if self.recurrent:
             self.scan_path = scan_paths.SEQUENTIAL_RECURRENT
             return self._forward_recurrent(u, steps)
-        self.scan_path = scan_paths.CHUNKED_LINEAR
         # time first: each step of the scan, and each chunk of steps, is one contiguous block
         u_t = u.transpose(0, 1).contiguous()  # (L, B, H)
         steps_t = steps.transpose(0, 1)  # (L, B)
@@ -614,11 +623,37 @@ class TIDESSSM(nn.Module):
             return self._forward_bidirectional(u_t, steps_t).transpose(0, 1).contiguous()
         return self._forward_causal(u_t, steps_t)
 
+    def _states(self, u: torch.Tensor, steps: torch.Tensor, drive, h0=None) -> torch.Tensor:
+        """The parallel mode's states, time first: u (T, B, H), steps (T, B), ``drive`` (u) ->
+        B_t u_t (T, B, S), h0 (B, S) (None: zeros; not bidirectional) -> (T, B, dirs S), the
+        forward direction's states then the reverse one's. ZOH: the fused kernel
+        (``tides_cpu_scan``) where ``use_fused`` and it takes the inputs, else (and bilinear)
+        ``zoh_elements`` (``discretize``) and ``linear_scan``."""
+        delta = self._delta(u, steps)
+        if self.discretization != "zoh":
+            lam_bar, gain = discretize(self._lambda(u), delta, self.discretization)
+            return self._linear_states(lam_bar, gain * drive(u), h0)
+        re, im = self._lambda_parts(u)
+        bu = drive(u)
+        if self.use_fused:
+            reason = tides_cpu_scan.unsupported(re, im, delta, bu, h0, self.bidirectional)
+            if reason is None:
+                self.scan_path = scan_paths.FUSED_TIDES_CPU
+                return tides_cpu_scan.zoh_scan(re, im, delta, bu, h0, both=self.bidirectional)
+            numba_runtime.fallback("tides_cpu_scan.zoh_scan", reason)
+        return self._linear_states(*zoh_elements(re, im, delta, bu), h0)
+
+    def _linear_states(self, a: torch.Tensor, b: torch.Tensor, h0: torch.Tensor | None):
+        """The reference scans of the elements a, b (T, B, S) -> (T, B, dirs S)."""
+        self.scan_path = scan_paths.CHUNKED_LINEAR
+        if self.bidirectional:
+            return torch.cat([linear_scan(a, b), linear_scan(a, b, reverse=True)], dim=-1)
+        return linear_scan(a, b, h0)
+
     def _causal_chunk(self, u: torch.Tensor, steps: torch.Tensor, h0: torch.Tensor | None):
         """T steps from the state h0 (B, S) (None: zeros): u (T, B, H), steps (T, B) ->
         (outputs (T, B, H), the state after the last step (B, S))."""
-        a, b = self._elements(u, steps)  # (T, B, S) each
-        x = linear_scan(a, b, h0)
+        x = self._states(u, steps, self._drive, h0)  # (T, B, S)
         return self._output(u, x), x[-1].clone()  # a copy: a view would keep all of x
 
     def _forward_causal(self, u: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
@@ -653,14 +688,7 @@ class TIDESSSM(nn.Module):
 
     def _forward_bidirectional(self, u: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
         """Both directions scan the same (Λ̄_t, B̄_t u_t) over the whole sequence."""
-        delta = self._delta(u, steps)
-        drive = self._chunked(self._drive, u)  # (L, B, S)
-        if self.discretization == "zoh":
-            a, b = zoh_elements(*self._lambda_parts(u), delta, drive)
-        else:
-            lam_bar, gain = discretize(self._lambda(u), delta, self.discretization)
-            a, b = lam_bar, gain * drive
-        x = torch.cat([linear_scan(a, b), linear_scan(a, b, reverse=True)], dim=-1)
+        x = self._states(u, steps, lambda v: self._chunked(self._drive, v))  # (L, B, 2S)
         return self._chunked(self._output, u, x)  # (L, B, H)
 
     def _output(self, u: torch.Tensor, x: torch.Tensor, materialise: bool = False):
