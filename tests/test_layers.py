@@ -37,6 +37,7 @@ LAYERS = {
     "ssmbench.report": 4,
     "ssmbench.status": 4,
     "ssmbench.plan": 4,
+    "ssmbench.run_allocation": 4,
     "ssmbench.model_contract": 4,
     "ssmbench.cli": 5,
     "ssmbench.__main__": 5,

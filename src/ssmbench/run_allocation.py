@@ -36,10 +36,10 @@ def _profile_values(path: Path | None) -> dict:
     if path is None:
         return {}
     try:
-        config = yaml.safe_load(path.read_text()) or {}
+        profile = yaml.safe_load(path.read_text()) or {}
     except (OSError, yaml.YAMLError):
         return {}
-    defaults = config.get("default-resources") if isinstance(config, dict) else None
+    defaults = profile.get("default-resources") if isinstance(profile, dict) else None
     return defaults if isinstance(defaults, dict) else {}
 
 
