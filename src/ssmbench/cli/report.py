@@ -160,8 +160,10 @@ def _log_to_stderr() -> None:
             self.seen.add(line)
             return True
 
+    root = logging.getLogger()
+    before = set(root.handlers)
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(levelname)s: %(message)s")
-    for handler in logging.getLogger().handlers:
+    for handler in set(root.handlers) - before:  # the one made here, none that was there
         handler.addFilter(Once())
     for noisy in ("matplotlib", "PIL", "fontTools"):  # libraries' own INFO lines
         logging.getLogger(noisy).setLevel(logging.WARNING)
