@@ -22,10 +22,11 @@ loads of Δ_t, u_t, B_t, C_t and the store of y_t) and what the dependency throu
 (the next step's multiply-add waits for the last one's).
 
 Shapes: (b 16, E 128, L 1,000, N 64) by default (``--shape bxExLxN``), float32. Timings:
-the minimum wall time of ``--repeats`` runs after a warm-up (which compiles, or loads the
-cache). The fused and stepwise methods run through ``mamba_scan.selective_scan`` with
-gradients (forward and backward of the scan alone); ``--no-stepwise`` skips the stepwise
-one (about 15 s a run at the default shape).
+the least process CPU time of ``--repeats`` runs after a warm-up (which compiles, or loads
+the cache): one thread, so the time it held a core. The fused and stepwise methods run
+through ``mamba_scan.selective_scan`` with gradients (forward and backward of the scan
+alone); ``--no-stepwise`` skips the stepwise one (several seconds a run at the default
+shape).
 
 Usage: .venv/bin/python benchmarks/bench_scan_bound.py [--shape 16x128x1000x64]
     [--repeats 5] [--no-stepwise]
@@ -87,12 +88,14 @@ def _bound_kernel_loops(u, delta, A, B, C, y, h):
 
 
 def _best(fn, repeats: int) -> float:
+    """The least process CPU time of ``repeats`` calls after a warm-up (one thread: the
+    time it held a core, steadier than wall time when other processes share the cores)."""
     fn()  # warm-up: compiles or loads the cache
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
     return min(times)
 
 
@@ -164,7 +167,7 @@ def main(argv=None) -> int:
     print(f"# {time.strftime('%Y-%m-%d %H:%M')} {platform.node()}, "
           f"numba {numba.__version__} ({numba.threading_layer()}), 1 thread, float32")  # fmt: skip
     print(f"b {bsz}, E {E}, L {L:,}, N {N}: {updates:,} updates per pass; chunk {chunk}")
-    print(f"{'':<26} {'s':>8} {'G updates/s':>12} {'/ bound':>8}")
+    print(f"{'':<26} {'cpu s':>8} {'G updates/s':>12} {'/ bound':>8}")
     bound = times["bound"]
     for label, seconds in times.items():
         print(f"{label:<26} {seconds:>8.3f} {updates / seconds / 1e9:>12.2f} "
@@ -187,7 +190,7 @@ def main(argv=None) -> int:
 
     methods = ("fused",) if args.no_stepwise else ("fused", "stepwise")
     scans = {m: _best(scan(m), 1 if m == "stepwise" else args.repeats) for m in methods}
-    print("\nselective_scan, forward and backward (1 thread):")
+    print("\nselective_scan, forward and backward (1 thread, process CPU time):")
     for method, seconds in scans.items():
         print(f"  {method:<9} {seconds:>8.3f} s")
     if "stepwise" in scans:

@@ -30,8 +30,8 @@ Choices
     per (row, channel) a single pass over time with the N states in a local buffer, the
     D skip and the SiLU(z) gate within, the state kept every ``chunk_size`` steps and
     recomputed chunk by chunk in the backward, in the closed form of the stepwise method.
-    Its forward and backward at (b 16, E 128, L 1,000, N 64) on one thread are about 70x
-    faster than the stepwise method's (``benchmarks/bench_scan_bound.py``). Inputs it
+    Its forward and backward at (b 16, E 128, L 1,000, N 64) on one thread take about
+    1/17 of the stepwise method's CPU time (``benchmarks/bench_scan_bound.py``). Inputs it
     does not take (numba not importable, a dtype other than float32 / float64, a tensor
     off the CPU, other shapes, a D or z that broadcasts) run the stepwise method instead,
     with one log line per reason (``numba_runtime.fallback``): the answer is the
