@@ -17,7 +17,7 @@ def add_parser(sub) -> None:
         "plan",
         help="what the suite will cost: runs, jobs, CPU- and GPU-hours per size class and "
         "model, the runs over their runtime (from the calibration table; reads no dataset)",
-        **example("ssmbench plan --suite uea-paper --cpu-machine dev-cpu-2core --gpu-machine h200"),
+        **example("ssmbench plan --suite uea-paper --epochs records"),
     )
     p.add_argument(
         "--epochs", choices=("max", "records"), default="max",
