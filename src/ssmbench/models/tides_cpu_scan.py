@@ -61,9 +61,9 @@ rows run in parallel (``prange``). A C++ extension would need a compiler at inst
 (or wheels per platform) and a vector math library (SLEEF, as PyTorch's) for the same
 loop; it would add explicit SIMD control (float32 lanes, twice as many per instruction),
 not a different algorithm. The first call compiles the four kernels (complex and real,
-forward and backward) of a dtype: about 20 s for float32 cold on the 2-core development
-CPU (``benchmarks/bench_tides_step.py --compile``), once per machine and numba version;
-loading them from the cache takes under a second.
+forward and backward) of a dtype: about 20 s for float32 with an empty cache
+(``benchmarks/bench_tides_step.py --compile`` measures it), once per machine and numba
+version; loading them from the cache takes under a second.
 
 Threads: ``numba_runtime.kernel_threads`` (torch's intra-op count for the length of one
 call), one block of rows per thread. Inputs the kernel does not take (numba missing, a
