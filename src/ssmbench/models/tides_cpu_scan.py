@@ -66,10 +66,11 @@ CPU (``benchmarks/bench_tides_step.py --compile``), once per machine and numba v
 loading them from the cache takes under a second.
 
 Threads: ``numba_runtime.kernel_threads`` (torch's intra-op count for the length of one
-call), one block of rows per thread. Inputs the kernel does not take (numba missing, a
-dtype other than float32 / float64, a device other than the CPU, another layout) are named
-by ``unsupported``; the layer then runs the reference and ``numba_runtime.fallback`` logs
-why.
+call), one block of rows per thread; torch's own count is set back after each call
+(``_threads``: with numba's OpenMP layer the two are libgomp's one setting). Inputs the
+kernel does not take (numba missing, a dtype other than float32 / float64, a device other
+than the CPU, another layout) are named by ``unsupported``; the layer then runs the
+reference and ``numba_runtime.fallback`` logs why.
 
 Deviations
 ----------
@@ -84,6 +85,9 @@ Deviations
 """
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -562,6 +566,21 @@ def _empty(like: torch.Tensor, *shape: int) -> torch.Tensor:
     return torch.empty(shape or like.shape, dtype=like.dtype)
 
 
+@contextlib.contextmanager
+def _threads() -> Iterator[int]:
+    """``kernel_threads``, then torch's intra-op thread count as it was before: numba's
+    OpenMP layer sets its count by omp_set_num_threads, the very setting torch's count is
+    (one libgomp in the process), so ``kernel_threads`` restoring numba's count changes
+    torch's (from 1 to numba's pool size, say)."""
+    before = torch.get_num_threads()
+    try:
+        with kernel_threads() as threads:
+            yield threads
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
 def _chunks(B: int, threads: int) -> int:
     """Blocks of rows for prange: one per thread (fewer rows: one per row)."""
     return max(1, min(B, threads))
@@ -574,7 +593,7 @@ class _ZOHScan(torch.autograd.Function):
         h = _empty(bu, T, B, (fwd + rev) * S)
         h0_np = _flat(h0 if h0 is not None else _empty(bu, 0))
         re_rows = np.uint64(re.dim() > 1)
-        with kernel_threads() as threads:
+        with _threads() as threads:
             if im is None:
                 _forward_real(
                     _flat(re), _flat(delta), _flat(bu), h0_np, _flat(h), re_rows, fwd, rev,
@@ -601,7 +620,7 @@ class _ZOHScan(torch.autograd.Function):
         inputs = (_flat(delta), _flat(bu), h0_np, _flat(h), _flat(grad_h))
         outputs = (_flat(grad_delta), _flat(grad_bu), _flat(grad_h0))
         re_rows = np.uint64(re.dim() > 1)
-        with kernel_threads() as threads:
+        with _threads() as threads:
             shape = (ctx.fwd, ctx.rev, T, B, S, _chunks(B, threads))
             if im is None:
                 _backward_real(_flat(re), *inputs, re_rows, *shape, _flat(grads[0]), *outputs)
