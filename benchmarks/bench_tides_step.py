@@ -288,6 +288,7 @@ def _bound_kernels():
 
 def bound(repeats: int = 7) -> None:
     import numba
+    import numpy as np
     import torch
 
     from ssmbench.models import tides_cpu_scan
@@ -306,8 +307,10 @@ def bound(repeats: int = 7) -> None:
     h = zoh_scan(re, im, delta, bu)
     hin, out = flat(torch.randn_like(bu)), flat(torch.empty_like(bu))
     args = (flat(re), flat(im), flat(delta), flat(bu), hin, out, T, B, S, 1)
+    # as zoh_scan calls it (the flags uint64: int64 ones would compile another, slower
+    # specialisation, whose index arithmetic is signed)
     fwd_args = (flat(re), flat(im), flat(delta), flat(bu), flat(bu.new_empty(0)), flat(h),
-                1, 0, True, False, T, B, S, 1)  # fmt: skip
+                np.uint64(1), np.uint64(0), True, False, T, B, S, 1)  # fmt: skip
     bound_math, bound_memory = _bound_kernels()
     n = T * B * S
 
