@@ -17,7 +17,9 @@ each (drifts of a shared machine hit all alike); reported: the median wall-clock
 each, TIDES's over MS4N's (beside the goal 3 at (64, 3, 1,000)) and over S5's, and
 ``B/C mm``: the time of the matrix products TIDES's projected B_t, C_t need at that shape
 (per layer and step: three for B_t u_t, three for Re(C_t h_t), each of (B L) x (H r) x
-(S c) multiply-adds; timed on random matrices), which no scan makes shorter.
+(S c) multiply-adds; timed on random matrices), which no scan makes shorter; then the same
+of the median process CPU time, steadier than wall-clock time when other processes share
+the cores (they stretch every step's wall time).
 
 Peak memory: TIDES (fused and ref) runs two training steps at EigenWorms' shape (B 32, C 6,
 L 17,984, K 5) in a fresh subprocess each, which reports its peak RSS (VmHWM,
@@ -28,8 +30,8 @@ L 17,984, K 5) in a fresh subprocess each, which reports its peak RSS (VmHWM,
 (per-step Re Λ, static Im Λ; T 1,000, B 64, S 64, float32), beside the bound: the same
 arithmetic over the same numbers in a loop with the same numba settings where each update
 reads its h from memory instead of the previous step (no dependency between steps), and
-beside the same loop without the exp, sin, cos (the memory traffic's share), and the
-backward kernel's rate. Goal: the kernel at >= half the bound.
+beside the same loop without the exp, sin, cos (the memory traffic's share), and forward
+and backward through autograd. Goal: the kernel at >= half the bound.
 
 ``--compile``: the first call's compile time of the four float32 kernels (complex and real,
 forward and backward), cold (a fresh subprocess with an empty ``NUMBA_CACHE_DIR``), and
@@ -168,24 +170,29 @@ def _subprocess(args: list[str], threads: int, env: dict | None = None) -> dict:
 
 
 def timing(shapes: list[tuple[int, int, int]], n_steps: int) -> bool:
-    """The step table; True when the goal holds at GOAL_SHAPE (or it was not timed)."""
+    """The step tables; True when the goal holds at GOAL_SHAPE (or it was not timed)."""
     header = (f"{'B':>4} {'C':>3} {'L':>6} | {'TIDES ms: ref':>13} {'fused':>6} | "
               f"{'S5 ms: ref':>10} {'fused':>6} | {'MS4N ms':>7} | {'TIDES/MS4N: ref':>15} "
               f"{'fused':>6} {'goal':>4} | {'TIDES/S5: ref':>13} {'fused':>6} | "
               f"{'B/C mm ms':>9}")  # fmt: skip
     print(header)
     print("-" * len(header))
-    ok = True
+    ok, cpu_rows = True, []
     for B, C, L in shapes:
         models = {label: _build(name, C, L, fused) for label, name, fused in ROWS}
         steps = {label: _step_fn(model, B, C, L) for label, model in models.items()}
         for step in steps.values():  # warm-up (and the kernels' load or compile)
             step()
         wall = {label: [] for label in steps}
+        cpu = {label: [] for label in steps}
         for _ in range(n_steps):  # interleaved
             for label, step in steps.items():
-                wall[label].append(step()[0])
+                w, c = step()
+                wall[label].append(w)
+                cpu[label].append(c)
         t = {label: statistics.median(v) * 1e3 for label, v in wall.items()}
+        c = {label: statistics.median(v) * 1e3 for label, v in cpu.items()}
+        cpu_rows.append(((B, C, L), c))
         mm = _bc_matmul_s(models["TIDES fused"], B, L) * 1e3
         goal = (B, C, L) == GOAL_SHAPE
         ratio = t["TIDES fused"] / t["MS4N"]
@@ -197,6 +204,15 @@ def timing(shapes: list[tuple[int, int, int]], n_steps: int) -> bool:
               f"{t['TIDES ref'] / t['S5 ref']:>13.2f} {t['TIDES fused'] / t['S5 fused']:>6.2f} | "
               f"{mm:>9.0f}", flush=True)  # fmt: skip
         del models, steps
+    print(f"\nthe same, process CPU ms (cpu)\n{header[: header.rindex('|')]}")
+    print("-" * header.rindex("|"))
+    for (B, C, L), c in cpu_rows:
+        goal = f"{RATIO_GOAL:g}" if (B, C, L) == GOAL_SHAPE else "-"
+        print(f"{B:>4} {C:>3} {L:>6} | {c['TIDES ref']:>13.0f} {c['TIDES fused']:>6.0f} | "
+              f"{c['S5 ref']:>10.0f} {c['S5 fused']:>6.0f} | {c['MS4N']:>7.0f} | "
+              f"{c['TIDES ref'] / c['MS4N']:>15.2f} {c['TIDES fused'] / c['MS4N']:>6.2f} "
+              f"{goal:>4} | {c['TIDES ref'] / c['S5 ref']:>13.2f} "
+              f"{c['TIDES fused'] / c['S5 fused']:>6.2f} |")  # fmt: skip
     return ok
 
 
@@ -272,6 +288,7 @@ def _bound_kernels():
 
 def bound(repeats: int = 7) -> None:
     import numba
+    import numpy as np
     import torch
 
     from ssmbench.models import tides_cpu_scan
@@ -290,8 +307,10 @@ def bound(repeats: int = 7) -> None:
     h = zoh_scan(re, im, delta, bu)
     hin, out = flat(torch.randn_like(bu)), flat(torch.empty_like(bu))
     args = (flat(re), flat(im), flat(delta), flat(bu), hin, out, T, B, S, 1)
+    # as zoh_scan calls it (the flags uint64: int64 ones would compile another, slower
+    # specialisation, whose index arithmetic is signed)
     fwd_args = (flat(re), flat(im), flat(delta), flat(bu), flat(bu.new_empty(0)), flat(h),
-                1, 0, True, False, T, B, S, 1)  # fmt: skip
+                np.uint64(1), np.uint64(0), True, False, T, B, S, 1)  # fmt: skip
     bound_math, bound_memory = _bound_kernels()
     n = T * B * S
 

@@ -199,6 +199,19 @@ def test_deterministic():
             assert (x is None and y is None) or torch.equal(x, y)
 
 
+def test_torch_keeps_its_thread_count():
+    """A call leaves torch's intra-op thread count as it was (numba's OpenMP layer sets the
+    count of the same libgomp when it restores its own)."""
+    parts = _operands(3, 2, 4, False, False, False, False, dtype=torch.float32)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        _values_and_grads(zoh_scan, parts)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_unsupported_names_what_the_kernel_does_not_take():
     re, im, delta, bu, h0 = _operands(3, 2, 4, False, False, False, True, dtype=torch.float32)
     assert unsupported(re, im, delta, bu, h0) is None

@@ -45,7 +45,7 @@ Choices
     state entering it (the only states kept), then the adjoint g_t = ∂l/∂h_t =
     dy_t C_t + exp(Δ_{t+1} A) g_{t+1} runs backwards through the chunk, and every gradient
     follows from g_t and h_{t-1} by a product or a sum over E or N. About 19 passes over
-    a chunk's (T, b, E, N) numbers per forward and backward; on the 2-core development CPU
+    a chunk's (T, b, E, N) numbers per forward and backward; with 1 thread of a CPU
     a training step is 3.8x faster than with the parallel method at (B 64, C 3, L 1,000)
     and 2.2x at Mamba1-logncde's MotorImagery shape (``benchmarks/bench_selective_step.py``).
   - ``parallel``: each chunk is one parallel scan (``linear_scan``: log2(T) levels of

@@ -127,8 +127,11 @@ Deviations
   is a quadratic form in ẑ_t through the (r + 1, r + 1) Gram matrices of [W, b]: per step
   O(H r) memory instead of O(S H), the products over blocks of 512 steps on CPU so that
   their (r + 1) H intermediates stay in the cache (``tides_products.py``). The recurrence runs
-  time first, by a chunked scan with a closed-form adjoint backward, Λ̄ and B̄u in real
-  arithmetic with a closed-form backward (``tides_scan.py``). A sequence whose widest
+  time first: on the CPU the zero-order hold and the recurrence are one numba kernel
+  (``tides_cpu_scan.py``: Λ̄ and B̄u never formed, a closed-form backward from the kept
+  states); elsewhere (and as its reference) a chunked scan with a closed-form adjoint
+  backward, Λ̄ and B̄u in real arithmetic with a closed-form backward (``tides_scan.py``),
+  held to each other by tests/test_tides_cpu_scan.py. A sequence whose widest
   intermediate exceeds ``WHOLE_ELEMENTS`` numbers runs in chunks of time steps
   (``CHUNK_ELEMENTS``), each from the state the previous one ended in, checkpointed; its
   block then recomputes the pointwise rest (GELU, dropout, GLU) in the backward pass too.
@@ -136,13 +139,14 @@ Deviations
   (tests/test_tides_fast_scan.py: every option, Δ = 0 steps and padded tails, outputs and
   gradients) to float64 rounding, and within 2e-4 in float32. The recurrent and step modes
   form B_t, C_t (the reference's arithmetic). Measured (``benchmarks/bench_tides_step.py``,
-  1 torch thread of the 2-core development CPU, docs/benchmarks.md): a training step of the
-  TIDES entry takes 3.4, 3.7 and 6.3 s at (B, C, L) = (256, 9, 256), (64, 3, 1,000) and
-  (32, 64, 3,000), 2.7–3.0x S5's at the same width and state size; the six (B L) x (H r)
-  x (S c) matrix products per layer of the projected B_t, C_t alone take 1.0–1.3x S5's whole
-  step there (so at this CPU's matrix-product rate the ratio stays above 2.0–2.3). At
-  EigenWorms' shape (32, 6, 17,984) a step peaks at 2.9 GiB RSS. 2 Re(C h) (conj_sym, LTI)
-  scales the C h term only, as in the reference.
+  1 torch thread, docs/benchmarks.md): a training step of the
+  TIDES entry takes 3.2, 2.8 and 4.6 s at (B, C, L) = (256, 9, 256), (64, 3, 1,000) and
+  (32, 64, 3,000) (3.7, 3.3 and 5.3 s with the PyTorch scan), 2.9–3.1x S5's at the same
+  width and state size, 14x MS4N's at (64, 3, 1,000); the six (B L) x (H r) x (S c) matrix
+  products per layer of the projected B_t, C_t alone take 1.3–1.5x S5's whole step there
+  and 6.6x MS4N's (the scan, fused, about 0.2 s of the 2.8). At EigenWorms' shape (32, 6,
+  17,984) a step peaks at 2.9 GiB RSS. 2 Re(C h) (conj_sym, LTI) scales the C h term only,
+  as in the reference.
 * Δ = 0 (padding) carries the state (Λ̄ = 1, B̄ = 0) for TIDES and S5; MambaS's step does
   not depend on Δt that way (its Δ is a function of [z_t, Δt_t]).
 * TIDES ``mask_channels`` (off in every configuration here): the observation mask M as C
