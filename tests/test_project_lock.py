@@ -45,7 +45,10 @@ sys.stdin.read()
 """
 
 
-def start_holder(root: Path, child: bool = False) -> tuple[subprocess.Popen, int | None]:
+def start_holder(
+    root: Path, child: bool = False, session: bool = False
+) -> tuple[subprocess.Popen, int | None]:
+    """session: the holder in a process group of its own (as a shell starts a command)."""
     proc = subprocess.Popen(
         [sys.executable, "-c", HOLDER, "child" if child else "alone"],
         cwd=root,
@@ -53,6 +56,7 @@ def start_holder(root: Path, child: bool = False) -> tuple[subprocess.Popen, int
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        start_new_session=session,
     )
     child_pid = int(proc.stdout.readline()) if child else None
     assert proc.stdout.readline() == "held\n"
@@ -81,9 +85,65 @@ def test_a_second_taker_is_refused_with_the_holders_description(tmp_path):
         assert f"holds its lock {tmp_path / '.ssmbench' / 'project.lock'}" in message
         assert "Refused: snakemake --cores 1 runs" in message
         assert f"What to do: wait for pid {first.pid} to finish" in message
-        assert f"stop it: kill {first.pid};" in message and "nothing\n  to clear by hand" in message
+        # the holder shares this process's group: never told to kill that group
+        assert f"stop it: kill {first.pid}." in message and "nothing\n  to clear by hand" in message
+        assert "kill -TERM --" not in message
     finally:
         stop(first)
+
+
+def test_a_holder_in_its_own_group_is_stopped_with_its_jobs(tmp_path):
+    """SIGTERM to Snakemake alone lets its running jobs finish: the message names the
+    holder's process group, which a signal stops with its jobs."""
+    first, _ = start_holder(tmp_path, session=True)
+    try:
+        with pytest.raises(ProjectBusy) as refused:
+            acquire(tmp_path)
+    finally:
+        stop(first)
+    message = " ".join(str(refused.value).split())
+    assert refused.value.holder.group == first.pid  # a session's leader leads its group
+    assert f"stop it: kill -TERM -- -{first.pid} (its process group, led by: " in message
+    assert f"SIGTERM to Snakemake alone (kill {first.pid}) starts no new job" in message
+
+
+def test_a_lock_file_that_is_a_link_is_refused_and_never_written_through(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious\n")
+    project = tmp_path / "project"
+    (project / ".ssmbench").mkdir(parents=True)
+    (project / ".ssmbench" / "project.lock").symlink_to(outside)
+    for call in (acquire, holder):
+        with pytest.raises(project_lock.ProjectLockError, match="is a symbolic link"):
+            call(project)
+    done = run(["ssmbench", "locked", "--", "touch", "ran"], project, tool_env())
+    assert done.returncode == 1 and not (project / "ran").exists()
+    assert "project.lock is a symbolic link (to " in done.stderr and "remove it" in done.stderr
+    assert outside.read_text() == "precious\n"
+
+
+def test_a_file_where_the_lock_folder_goes_is_named(tmp_path):
+    (tmp_path / ".ssmbench").write_text("")
+    with pytest.raises(project_lock.ProjectLockError) as refused:
+        acquire(tmp_path)
+    assert str(refused.value).startswith(f"{tmp_path / '.ssmbench'} is a file, not a folder")
+
+
+def test_a_command_under_its_ancestors_lock_runs(tmp_path):
+    """`ssmbench locked -- ssmbench locked -- ...` (or a snakemake under `ssmbench
+    locked`): the inner command runs under the outer one's lock; another project's
+    process is still refused."""
+    env = tool_env()
+    inner = ["ssmbench", "locked", "--", "touch", "ran"]
+    done = run(["ssmbench", "locked", "--", *inner], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "ran").exists()
+    first, _ = start_holder(tmp_path)
+    try:
+        refused = run(inner, tmp_path, env)
+    finally:
+        stop(first)
+    assert refused.returncode == 1 and "this project is busy" in refused.stderr
 
 
 def test_the_lock_goes_with_its_process_and_never_to_a_child(tmp_path):

@@ -11,7 +11,10 @@ The lock belongs to the open file, which is never handed to a child process
 (non-inheritable): the kernel releases it when its process exits, however it exits
 (SIGKILL too), so it never outlives its process and there is never a stale lock to clear.
 The file itself stays; it holds the JSON description of its last holder, which is read only
-while the lock is held.
+while the lock is held. A process whose ancestor holds the lock (a command run by
+``ssmbench locked``, a Snakemake inside it) runs under that lock: its ancestor holds it for
+as long as it runs. The lock file is never followed through a symbolic link (a link
+would have its description written into whatever file it points to).
 
 Who takes it (``snakemake_takes_lock``): the Snakefile calls ``hold_for_snakemake`` while
 it is parsed, before Snakemake touches ``.snakemake/locks``. Snakemake parses the Snakefile
@@ -25,6 +28,7 @@ it nor are refused. The DVC stages that run no Snakemake run under ``ssmbench lo
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
 import os
@@ -117,6 +121,7 @@ class Holder:
     command: str
     started: str  # ISO 8601, local time with its offset
     parent: str = ""  # the parent process: "pid: command line", where it can be read
+    group: int = 0  # its process group (0: not known): the group Snakemake's jobs run in
 
     @classmethod
     def of_this_process(cls) -> Holder:
@@ -128,6 +133,7 @@ class Holder:
             command=_command_line(os.getpid()) or _one_line([sys.executable, *sys.argv]),
             started=datetime.now().astimezone().isoformat(timespec="seconds"),
             parent=f"{parent}: {parent_command}" if parent_command else "",
+            group=os.getpgid(0),
         )
 
     @classmethod
@@ -141,6 +147,7 @@ class Holder:
                 command=str(data["command"]),
                 started=str(data["started"]),
                 parent=str(data.get("parent", "")),
+                group=int(data.get("group", 0)),
             )
         except (ValueError, TypeError, KeyError):
             return None
@@ -164,21 +171,58 @@ def _one_line(argv: list[str]) -> str:
 
 
 def lock_path(root: str | os.PathLike = ".") -> Path:
-    return (Path(root) / LOCK_FILE).resolve()
+    """The lock file of the project folder ``root`` (the folder resolved, the file not:
+    a link in its place is refused, never followed)."""
+    return Path(root).resolve() / LOCK_FILE
 
 
 def _open(path: Path, write: bool = True) -> int:
+    if path.is_symlink():
+        raise ProjectLockError(
+            f"the project lock {path} is a symbolic link (to {os.readlink(path)}); remove "
+            "it: ssmbench makes the file itself, and writing through the link would "
+            "overwrite the file it points to"
+        )
+    folder = path.parent
+    if folder.exists() and not folder.is_dir():
+        raise ProjectLockError(
+            f"{folder} is a file, not a folder: move it away; ssmbench keeps the project "
+            "lock and its caches in that folder"
+        )
     try:
         if not write:  # enough to look at the lock: a read-only checkout can be looked at
-            return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # no O_TRUNC: the file holds the description of whoever holds the lock now
-        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+        folder.mkdir(parents=True, exist_ok=True)
+        # no O_TRUNC: the file holds the description of whoever holds the lock now;
+        # O_NOFOLLOW: a link made between the check above and here is refused too
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        return os.open(path, flags, 0o644)
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ProjectLockError(
+                f"the project lock {path} is a symbolic link; remove it: ssmbench makes "
+                "the file itself"
+            ) from None
         raise ProjectLockError(
             f"cannot open the project lock {path}: {exc.strerror}; the project folder must "
             "be writable (`snakemake --nolock` runs without the lock)"
         ) from None
+
+
+def _ancestors() -> set[int]:
+    """The pids of this process's parent, its parent's parent... (Linux /proc; empty
+    where it cannot be read)."""
+    found: set[int] = set()
+    pid = os.getppid()
+    while pid > 1 and pid not in found:
+        found.add(pid)
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            break
+        # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+        pid = int(stat.rpartition(")")[2].split()[1])
+    return found
 
 
 def _try_flock(fd: int, path: Path, operation: int) -> bool:
@@ -213,6 +257,8 @@ def acquire(root: str | os.PathLike = ".", refused: str | None = None) -> Path:
         if time.monotonic() >= deadline:
             os.close(fd)
             found = holder(root)
+            if _held_by_an_ancestor(found):
+                return path  # that ancestor holds the project for as long as this runs
             raise ProjectBusy(busy_message(path, found, refused), found)
         time.sleep(0.05)
     os.set_inheritable(fd, False)  # the lock ends with this process, not with a child
@@ -221,6 +267,14 @@ def acquire(root: str | os.PathLike = ".", refused: str | None = None) -> Path:
     os.pwrite(fd, text, 0)
     _HELD[path] = fd
     return path
+
+
+def _held_by_an_ancestor(found: Holder | str | None) -> bool:
+    return (
+        isinstance(found, Holder)
+        and found.host == socket.gethostname()
+        and found.pid in _ancestors()
+    )
 
 
 def release(root: str | os.PathLike = ".") -> None:
@@ -291,7 +345,16 @@ def busy_message(path: Path, found: Holder | str | None, refused: str | None = N
     if isinstance(found, Holder):
         who = f"pid {found.pid}"
         where = "" if found.host == socket.gethostname() else f" (on host {found.host})"
-        stop = f"kill {found.pid}{where}; Snakemake stops its jobs on SIGTERM"
+        if found.group > 0 and found.group != os.getpgid(0):
+            leader = _command_line(found.group) if not where else ""
+            stop = (
+                f"kill -TERM -- -{found.group}{where} (its process group"
+                f"{f', led by: {leader}' if leader else ''}: a Snakemake and the jobs it "
+                "runs; each training job checkpoints and exits). SIGTERM to Snakemake "
+                f"alone (kill {found.pid}) starts no new job but lets the running ones finish"
+            )
+        else:
+            stop = f"kill {found.pid}{where}"
     else:
         who, stop = "that process", "find it with `fuser -v FILE`, then kill PID"
     return (

@@ -1,7 +1,8 @@
 """`ssmbench locked -- COMMAND ...`: run a command holding the project lock
 (ssmbench.project_lock), as the DVC stages that run no Snakemake do; refused, with the
-holder named, while another run holds the project. Not for `snakemake`, which takes the
-lock itself and would be refused by the one its wrapper holds."""
+holder named, while another run holds the project. A command it runs that takes the lock
+itself (`snakemake`, another `ssmbench locked`) runs under this one's
+(ssmbench.project_lock: a lock its ancestor holds)."""
 
 from __future__ import annotations
 
@@ -16,8 +17,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "locked",
         help="run COMMAND holding the project lock (.ssmbench/project.lock in the working "
-        "directory); refused while another snakemake or DVC stage holds it (snakemake takes "
-        "the lock itself: not for snakemake)",
+        "directory); refused while another snakemake or DVC stage holds it",
         **example("ssmbench locked -- ssmbench report"),
     )
     p.add_argument(
