@@ -20,21 +20,32 @@ values with unit steps and K = 5 classes (2 at MotorImagery's shape). The models
 are interleaved after a warm-up step each (drifts of a shared machine hit all alike; the
 warm-up also loads or compiles the fused kernels); reported: the median wall-clock ms,
 the median process CPU ms, and the wall time over MS4N's beside the goal (at
-MotorImagery's shape, over the stepwise scan's).
+MotorImagery's shape, over the stepwise scan's). Beside them, "its scan alone": the fused
+scan's forward and backward at the shapes Mamba1's mixer gives it, with no model around
+it: the part of Mamba1's step no change outside the kernel makes shorter.
+
+``--peak``: Mamba1-logncde's peak memory at MotorImagery's shape, per scan method (fused
+and stepwise): two training steps in a fresh subprocess each, which reports its peak RSS
+(VmHWM, ``proc_status``) and the RSS after building the model.
 
 Threads: 1 by default (``--threads``).
 
 Usage: .venv/bin/python benchmarks/bench_selective_step.py [--steps 3] [--threads 1]
-    [--shape 64x3x1000] [--recurrence] [--motor-imagery [--mi-parallel]]
+    [--shape 64x3x1000] [--recurrence] [--motor-imagery [--mi-parallel]] [--peak]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+from proc_status import memory_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 GOAL = 3.0  # the step over MS4N's, for Mamba1 and TIDES
@@ -93,9 +104,41 @@ def _step_fn(model, B: int, C: int, L: int, K: int, recurrence: bool = False):
     return step
 
 
+def _scan_step_fn(model, B: int, L: int):
+    """A closure running the fused scan alone, forward and backward, on random inputs of the
+    shapes the model's first mixer gives it (u, Δ, z: (B, E, L); B_t, C_t: (B, N, L)), its
+    A, D and Δ bias; returns (wall s, process CPU s). What a training step of the model
+    cannot do in less time than (the floor the rest of the step adds to)."""
+    import torch
+
+    from ssmbench.models.mamba import Mamba1Mixer
+    from ssmbench.models.mamba_scan import selective_scan
+
+    mixer = next(m for m in model.modules() if isinstance(m, Mamba1Mixer))
+    E, N = mixer.d_inner, mixer.d_state
+    gen = torch.Generator().manual_seed(2)
+    u, z, delta = (torch.randn(B, E, L, generator=gen).requires_grad_() for _ in range(3))
+    Bt, Ct = (torch.randn(B, N, L, generator=gen).requires_grad_() for _ in range(2))
+    A = -torch.exp(mixer.A_log.detach().float()).requires_grad_()
+    D, bias = (p.detach().clone().requires_grad_() for p in (mixer.D, mixer.dt_proj.bias))
+    options = {"delta_bias": bias, "delta_softplus": True, "chunk_size": mixer.chunk_size}
+    grad = torch.randn(B, E, L, generator=gen)
+
+    def step() -> tuple[float, float]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        selective_scan(u, delta, A, Bt, Ct, D, z=z, method=AUTO, **options).backward(grad)
+        return time.perf_counter() - wall, time.process_time() - cpu
+
+    return step
+
+
 def _compare(rows: dict, B: int, C: int, L: int, K: int, n_steps: int) -> dict:
-    """rows: label -> (model, recurrence). Interleaved steps; label -> (wall s, cpu s)."""
-    steps = {label: _step_fn(m, B, C, L, K, rec) for label, (m, rec) in rows.items()}
+    """rows: label -> (model, recurrence), or (model, "scan"): the scan alone
+    (``_scan_step_fn``). Interleaved steps; label -> (wall s, cpu s)."""
+    steps = {
+        label: _scan_step_fn(m, B, L) if rec == "scan" else _step_fn(m, B, C, L, K, rec)
+        for label, (m, rec) in rows.items()
+    }
     for step in steps.values():  # warm-up
         step()
     wall = {label: [] for label in steps}
@@ -110,6 +153,38 @@ def _compare(rows: dict, B: int, C: int, L: int, K: int, n_steps: int) -> dict:
     }
 
 
+def peak(method: str, threads: int) -> dict:
+    """Two training steps of Mamba1-logncde at MotorImagery's shape in this process, with
+    the scan ``method``: its peak RSS and its RSS after building the model (MiB)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    B, C, L = MOTOR_IMAGERY
+    model = _build("Mamba1-logncde", C, 2, L, "MotorImagery", method)
+    step = _step_fn(model, B, C, L, 2)
+    build_mib = memory_bytes("VmRSS") / 2**20
+    times = [step()[0] for _ in range(2)]
+    return {"peak_mib": memory_bytes("VmHWM") / 2**20, "build_mib": build_mib, "step_s": times[-1]}
+
+
+def peaks(threads: int) -> None:
+    """``peak`` of each method in a fresh subprocess (a process's peak is its own)."""
+    B, C, L = MOTOR_IMAGERY
+    print(f"\npeak memory, Mamba1-logncde at MotorImagery's shape (B {B}, C {C}, L {L:,}), "
+          f"two training steps in a fresh process each")  # fmt: skip
+    print(f"{'scan':<10} {'peak MiB':>9} {'after build MiB':>16} {'step s':>7}")
+    for method in (AUTO, "stepwise"):
+        cmd = [sys.executable, __file__, "--peak-once", method, "--threads", str(threads)]
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        if proc.returncode != 0:
+            print(f"{method:<10} failed: {proc.stderr.strip()[-300:] or proc.returncode}")
+            continue
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(f"{method:<10} {r['peak_mib']:>9.0f} {r['build_mib']:>16.0f} {r['step_s']:>7.1f}",
+              flush=True)  # fmt: skip
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=3, help="timed steps per model")
@@ -121,7 +196,16 @@ def main(argv=None) -> int:
                     help="also Mamba1-logncde at MotorImagery's shape")  # fmt: skip
     ap.add_argument("--mi-parallel", action="store_true",
                     help="at MotorImagery's shape, the parallel scan too (slow)")  # fmt: skip
+    ap.add_argument("--peak", action="store_true",
+                    help="only Mamba1-logncde's peak memory at MotorImagery's shape")  # fmt: skip
+    ap.add_argument("--peak-once", metavar="METHOD", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.peak_once:
+        print(json.dumps(peak(args.peak_once, args.threads)))
+        return 0
+    if args.peak:
+        peaks(args.threads)
+        return 0
 
     import platform
 
@@ -138,6 +222,7 @@ def main(argv=None) -> int:
         "Mamba1 (fused)": (_build("Mamba1", C, K, L, method="fused"), False),
         "Mamba1 (stepwise)": (_build("Mamba1", C, K, L, method="stepwise"), False),
         "Mamba1 (parallel)": (_build("Mamba1", C, K, L, method="parallel"), False),
+        "  its scan alone": (_build("Mamba1", C, K, L), "scan"),
         "TIDES": (_build("TIDES", C, K, L), False),
         "S5": (_build("S5", C, K, L), False),
     }
@@ -151,13 +236,14 @@ def main(argv=None) -> int:
     ok = True
     for label, (wall, cpu) in result.items():
         goal = ""
-        family = label.split(" ")[0]
+        family = label.split()[0]
         if family in GOAL_MODELS and ("(" not in label or auto in label):
             goal = f"{GOAL:g}"
             ok &= wall / base <= GOAL
         print(f"{label:<22} {wall * 1e3:>9.0f} {cpu * 1e3:>9.0f} {wall / base:>7.2f} {goal:>5}",
               flush=True)  # fmt: skip
-    print(f"(goal rows: the CPU's defaults, Mamba1 {auto})")
+    print(f"(goal rows: the CPU's defaults, Mamba1 {auto}; 'its scan alone': the {auto} scan's "
+          f"forward and backward at the Mamba1 mixer's shapes, the step's floor)")  # fmt: skip
     if args.motor_imagery:
         B, C, L = MOTOR_IMAGERY
         methods = (AUTO, "stepwise", "parallel") if args.mi_parallel else (AUTO, "stepwise")
