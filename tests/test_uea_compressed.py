@@ -318,6 +318,24 @@ def test_sources_fetch_and_prepare_from_xz_only(archives, tmp_path):
     assert (raw / NAME / TRAIN).stat().st_mtime_ns == mtime
 
 
+def test_a_checksum_list_linked_from_outside_is_refused_unread(bad_archive, tmp_path):
+    """A SHA256SUMS that links outside archive_dir (to /etc/passwd, say) is refused, named,
+    and nothing of the file it points to reaches the message."""
+    outside = tmp_path / "outside" / "secret.txt"
+    outside.parent.mkdir()
+    outside.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    for i, sums in enumerate((bad_archive / "SHA256SUMS", bad_archive / NAME / "SHA256SUMS")):
+        kept = sums.read_bytes() if sums.is_file() else None
+        sums.unlink(missing_ok=True)
+        sums.symlink_to(outside)
+        message = _refused(bad_archive, tmp_path / f"raw{i}", r"SHA256SUMS: a symbolic link "
+                           r"to a file outside")  # fmt: skip
+        assert "root:x" not in message and str(outside) not in message
+        sums.unlink()
+        if kept is not None:
+            sums.write_bytes(kept)
+
+
 def test_a_symbolic_link_out_of_the_archive_folder_is_refused(bad_archive, tmp_path):
     """An archive file that links outside archive_dir (to /etc/passwd, say) is refused,
     named, and nothing is copied into the raw folder; a good copy there is kept."""

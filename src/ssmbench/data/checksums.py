@@ -74,6 +74,8 @@ def listed_sha256(
     ``sums_file`` names another list of the same form (e.g. ``SHA256SUMS.xz``).
 
     Returns ({file name: sha256}, the checksum file(s) used, or None when none lists any).
+    A list that resolves (through symbolic links) outside ``root`` is refused unread, as
+    the data files are: a link could bring any file of the machine into the error messages.
     """
     expected: dict[str, str] = {}
     used = []
@@ -81,6 +83,11 @@ def listed_sha256(
     for sums_path, prefix in ((root / sums_file, f"{name}/"), (folder / sums_file, "")):
         if not sums_path.is_file():
             continue
+        if not sums_path.resolve().is_relative_to(Path(root).resolve()):
+            raise DataError(
+                f"{sums_path}: a symbolic link to a file outside {root}; put the checksum "
+                "list itself there (or remove the link)"
+            )
         sums = read_sha256sums(sums_path)
         for fname in file_names:
             if prefix + fname in sums:
