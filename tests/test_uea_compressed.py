@@ -318,6 +318,49 @@ def test_sources_fetch_and_prepare_from_xz_only(archives, tmp_path):
     assert (raw / NAME / TRAIN).stat().st_mtime_ns == mtime
 
 
+#: a fetch and a preparation SIGKILLed just before their staged files go into place
+KILLED = """
+import os, signal, sys
+from ssmbench import io
+from ssmbench.data import sources, uea
+step, name, archive, raw, out = sys.argv[1:]
+settings = {"source": "uea", "archive_dir": archive, "download": False}
+die = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)
+if step == "fetch":
+    uea.install_staged = die
+    sources.fetch(name, raw, settings)
+else:
+    io.swap_into_place = die
+    sources.prepare(name, raw, out, settings)
+"""
+
+
+def test_what_a_killed_fetch_or_preparation_leaves_is_removed_by_the_next(archives, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import tool_env
+
+    from ssmbench.data import sources
+
+    raw, out = tmp_path / "raw" / "uea", tmp_path / "prepared" / "uea"
+    args = [NAME, str(archives["xz"]), str(raw), str(out)]
+    killed = subprocess.run([sys.executable, "-c", KILLED, "fetch", *args], env=tool_env())
+    assert killed.returncode == -9
+    left = sorted(p.name for p in (raw / NAME).iterdir())
+    assert left and all(name.startswith(".") and ".tmp-" in name for name in left), left
+    settings = {"source": "uea", "archive_dir": str(archives["xz"]), "download": False}
+    sources.fetch(NAME, raw, settings)
+    assert sorted(p.name for p in (raw / NAME).iterdir()) == [TEST, TRAIN, PROVENANCE]
+
+    killed = subprocess.run([sys.executable, "-c", KILLED, "prepare", *args], env=tool_env())
+    assert killed.returncode == -9
+    assert [p.name for p in out.iterdir() if ".tmp-" in p.name]
+    sources.prepare(NAME, raw, out, settings)
+    assert not [p.name for p in out.iterdir() if ".tmp-" in p.name]
+    assert PreparedDataset(out / NAME).meta["N"] == 30
+
+
 def test_a_checksum_list_linked_from_outside_is_refused_unread(bad_archive, tmp_path):
     """A SHA256SUMS that links outside archive_dir (to /etc/passwd, say) is refused, named,
     and nothing of the file it points to reaches the message."""

@@ -11,6 +11,7 @@ import contextlib
 import json
 import math
 import os
+import re
 import shutil
 import tempfile
 import uuid
@@ -119,6 +120,34 @@ def atomic_folder(target: str | os.PathLike) -> Iterator[Path]:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+#: the hidden staging names of ``atomic_folder``, ``swap_into_place`` and
+#: ``ssmbench.data.download.staged_path``: ``.<name>.tmp-<uuid hex>`` / ``.<name>.old-<hex>``
+_STAGING = re.compile(r"^\.(?P<name>.+)\.(?:tmp|old)-[0-9a-f]{32}$")
+
+
+def remove_leftover_staging(folder: str | os.PathLike, name: str | None = None) -> list[Path]:
+    """Remove the staging files and folders in ``folder`` (of ``name`` only, when given)
+    that a process killed mid-write left behind (SIGKILL, a power cut: no clean-up ran),
+    and return them. Call it only while holding the lock of whatever writes them there:
+    then no live writer's staging is among them."""
+    folder = Path(folder)
+    removed = []
+    try:
+        entries = list(folder.iterdir())
+    except (FileNotFoundError, NotADirectoryError):
+        return removed
+    for entry in entries:
+        match = _STAGING.match(entry.name)
+        if match is None or (name is not None and match["name"] != name):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        removed.append(entry)
+    return removed
 
 
 def write_prepared_folder(

@@ -30,6 +30,7 @@ temporary folder renamed into place, so a folder is never seen half-written.
 from __future__ import annotations
 
 import json
+import logging
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +40,9 @@ from ssmbench.data.names import name_problem
 from ssmbench.data.provenance import PROVENANCE, REJECTED, verified_provenance
 from ssmbench.data.source_registry import SOURCES
 from ssmbench.data.source_type import Source
-from ssmbench.io import atomic_write_json
+from ssmbench.io import atomic_write_json, remove_leftover_staging
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "DERIVED_SOURCES",
@@ -95,6 +98,14 @@ def dataset_lock(parent: Path, name: str):
         ) from exc
 
 
+def _remove_leftovers(folder: Path, name: str | None = None) -> None:
+    """Remove what a fetch or preparation killed mid-write left in ``folder`` (its staging
+    files, ``ssmbench.io.remove_leftover_staging``), saying so; the caller holds the
+    dataset's lock, so no live step's staging is among them."""
+    for path in remove_leftover_staging(folder, name):
+        log.info("removed %s, left by an interrupted fetch or preparation", path)
+
+
 def derived_base(name: str, settings: dict) -> tuple[str, str]:
     """(benchmark, dataset) a derived dataset is made from: ``uea_drop``'s ``<Base>Drop``
     <- ``<derived_from>/<Base>``, ``uea6``'s ``<Name>`` <- ``<derived_from>/<Name>``."""
@@ -134,6 +145,7 @@ def fetch(name: str, raw_dir: str | Path, settings: dict, *, force: bool = False
     source = _source(settings)
     raw_dir = Path(raw_dir)
     with dataset_lock(raw_dir, name):
+        _remove_leftovers(raw_dir / name)
         entry = SOURCES[source]
         if entry.fetch is not None:
             prov = entry.fetch(name, raw_dir, settings, force)
@@ -151,6 +163,7 @@ def prepare(name: str, raw_dir: str | Path, out_dir: str | Path, settings: dict)
     source = _source(settings)
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     with dataset_lock(out_dir, name):
+        _remove_leftovers(out_dir, name)
         if (why := raw_copy_problem(name, raw_dir, settings)) is not None:
             raise DataError(
                 f"{raw_dir / name}: {why}. The raw copy no longer stands for its source, so "
