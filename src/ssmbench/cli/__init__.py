@@ -83,7 +83,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: The commands that stop on SIGTERM, SIGUSR1, SIGINT and SIGHUP through
+#: ssmbench.train.stop (checkpointed where there is state, exit status 75, no traceback):
+#: a signal recorded while the command line started is theirs to take up.
+STOPS_CLEANLY = frozenset({"train", "tune"})
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The command line (``argv``: sys.argv's arguments when None). The stop signals are
+    recorded from its first step (ssmbench.train.stop.catch_early). As the program
+    (``argv`` None) it ignores them once it returns: the process is exiting with the status
+    its log names, and a signal while the interpreter shuts down (Python's own handlers
+    are gone by then) changes nothing; called with ``argv`` (in-process) it gives them
+    back to their handlers."""
+    from ssmbench.train.stop import catch_early, ignore_stop_signals, release_early
+
+    catch_early()
+    try:
+        return _main(argv)
+    finally:
+        if argv is None:
+            ignore_stop_signals()
+        else:
+            release_early(deliver=False)
+
+
+def _main(argv: list[str] | None) -> int:
+    from ssmbench.train.stop import release_early
+
     parser = build_parser()
     args = parser.parse_args(argv)
     if (problem := merge_config_arguments(args)) is not None:
@@ -94,7 +121,14 @@ def main(argv: list[str] | None = None) -> int:
     from ssmbench.search_space import SearchError
 
     try:
+        if args.command not in STOPS_CLEANLY:
+            release_early()  # its own handlers; a signal that came meanwhile, delivered
         return args.func(args)
+    except KeyboardInterrupt:
+        # Ctrl-C in a command that has nothing to checkpoint: one line, no traceback (what
+        # it was writing is written whole or not at all: ssmbench.io)
+        log(f"ssmbench {args.command}: interrupted")
+        return 130
     except (ConfigError, DataError, RecordError, SearchError, FileNotFoundError) as exc:
         # Bad input: one message naming the file or field. Anything else is a bug and
         # keeps its traceback.

@@ -179,7 +179,7 @@ def _integer(text: str) -> int:
 
 
 def stoppable(command: str, body, args, when: str) -> int:
-    """``body(args, stop)`` with SIGTERM/SIGUSR1 caught first thing (ssmbench.train.stop
+    """``body(args, stop)`` with the stop signals caught first thing (ssmbench.train.stop
     imports no torch): a signal during imports and set-up, ``when``, stops the job with
     the resumable exit status, and says so."""
     from ssmbench.train.stop import StopRequest, TrainingInterrupted

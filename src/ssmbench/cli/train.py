@@ -51,9 +51,10 @@ def add_parser(sub) -> None:
 
 
 def cmd_train(args) -> int:
-    """One run. SIGTERM/SIGUSR1 are caught first thing (ssmbench.train.stop imports no
-    torch): one during the seconds of imports and set-up stops the job with the resumable
-    exit status too, and says so."""
+    """One run. The stop signals (ssmbench.train.stop.STOP_SIGNALS) are caught from the
+    command line's first step (ssmbench.train.stop imports no torch): one during the
+    seconds of imports and set-up stops the job with the resumable exit status too, and
+    says so."""
     return stoppable("train", _train, args, "before training started")
 
 

@@ -2,12 +2,18 @@
 
 SLURM sends SIGTERM when a job reaches its time limit or is preempted (and SIGKILL a grace
 period later), and can send a chosen signal some time before the limit (``sbatch
---signal``). A run catches SIGTERM and SIGUSR1 (`StopRequest`) and exits with
-`RESUME_EXIT_CODE`, checkpointed where it has state worth keeping
-(``ssmbench.train.checkpoint``); the retried or requeued job resumes from there.
+--signal``); a terminal sends SIGINT (Ctrl-C) and, when it closes, SIGHUP. A run catches
+all four (`STOP_SIGNALS`, `StopRequest`) and exits with `RESUME_EXIT_CODE`, checkpointed
+where it has state worth keeping (``ssmbench.train.checkpoint``), with no traceback; the
+retried or requeued job resumes from there.
 
-This module imports no torch: ``ssmbench train`` installs the handlers first thing, before
-the seconds its imports and set-up take, so a signal then is a resumable stop too.
+This module imports no torch. The command line records the stop signals from its first
+line on (`catch_early`), before its imports and parsing, so a signal then is a resumable
+stop of ``ssmbench train`` too (``StopRequest`` takes the recorded one up when it starts);
+a command that does not stop this way gets the handlers it started with back, and a
+signal recorded meanwhile delivered then (`release_early`). A second signal while a run
+stops is recorded and changes nothing: the exit status stays the one the log names. Only
+the interpreter's own start (before the command line's first line runs) is not covered.
 """
 
 from __future__ import annotations
@@ -25,7 +31,56 @@ from typing import Any
 RESUME_EXIT_CODE = 75
 
 #: The signals a run turns into "checkpoint and exit".
-STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT, signal.SIGHUP)
+
+#: The stop signals that arrived between `catch_early` and the `StopRequest` (or
+#: `release_early`) that takes them up; and the handlers `catch_early` replaced.
+_early: list[int] = []
+_before_early: dict[int, Any] = {}
+
+
+#: of STOP_SIGNALS, those a process started ignoring keep being ignored (``nohup`` ignores
+#: SIGHUP, a shell ignores SIGINT in a background job): such a run asked not to be stopped
+#: by them
+_IGNORABLE = (signal.SIGINT, signal.SIGHUP)
+
+
+def _catches(sig: int) -> bool:
+    return not (sig in _IGNORABLE and signal.getsignal(sig) is signal.SIG_IGN)
+
+
+def _record_early(signum, frame) -> None:
+    _early.append(signum)
+
+
+def catch_early() -> None:
+    """Record the stop signals from now on (the command line's first step), until a
+    `StopRequest` or `release_early` takes them up. Only in the main thread."""
+    if threading.current_thread() is not threading.main_thread() or _before_early:
+        return
+    for sig in filter(_catches, STOP_SIGNALS):
+        _before_early[sig] = signal.signal(sig, _record_early)
+
+
+def ignore_stop_signals() -> None:
+    """Ignore the stop signals from now on: for a process that is exiting (the interpreter
+    drops Python-level handlers as it shuts down; an ignored signal stays ignored)."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+
+
+def release_early(deliver: bool = True) -> None:
+    """The handlers `catch_early` replaced, back; with ``deliver``, a stop signal
+    recorded meanwhile is raised now, as if it had just come (a command that does not stop
+    through `StopRequest` then ends as that signal ends it)."""
+    for sig, handler in _before_early.items():
+        signal.signal(sig, handler)
+    _before_early.clear()
+    pending = _early[:1]
+    _early.clear()
+    if deliver and pending:
+        signal.raise_signal(pending[0])
 
 
 class TrainingInterrupted(SystemExit):
@@ -70,8 +125,10 @@ class StopRequest:
     stop takes seconds however long a batch is (SLURM's KillWait between SIGTERM and
     SIGKILL is 30 s by default).
 
-    Entering also unblocks the signals: a process started with them blocked (a wrapper
-    that masks them across its fork) would otherwise never see its time limit coming.
+    A process that started with SIGINT or SIGHUP ignored (``nohup``, a background job)
+    keeps ignoring it. Entering also unblocks the signals: a process started with them
+    blocked (a wrapper that masks them across its fork) would otherwise never see its time
+    limit coming.
     Signal handlers can only be installed from the main thread; elsewhere the signals are
     left to their current handlers (logged)."""
 
@@ -125,10 +182,14 @@ class StopRequest:
         if threading.current_thread() is not threading.main_thread():
             self.log("not in the main thread: SIGTERM/SIGUSR1 will not checkpoint this run")
             return self
-        for sig in STOP_SIGNALS:
+        for sig in filter(_catches, STOP_SIGNALS):
             self._previous[sig] = signal.signal(sig, self._handle)
         try:  # a signal pending while blocked arrives here, in our handler
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+            if _early:  # one that came before this request: as if it came now
+                signum = _early[0]
+                _early.clear()
+                self._handle(signum, None)
         except BaseException:
             self.__exit__()
             raise
