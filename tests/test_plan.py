@@ -256,9 +256,15 @@ def test_searches_are_counted_apart_from_runs(tmp_path):
 
 
 def test_the_mmac_cache_keeps_figures_and_misses_a_changed_model(tmp_path, monkeypatch):
+    from ssmbench.mmac_table import MMacTable
+
     params = load_params(REPO / "params.yaml", suite="default")
     cache = tmp_path / "cache" / "mmac.json"
-    first = estimate(params, _default_costs(tmp_path), mmac_cache=cache)
+
+    def kept():  # the project's cache alone, not the package's table
+        return MMacTable(cache, shipped=None)
+
+    first = estimate(params, _default_costs(tmp_path), mmac=kept())
     assert cache.is_file()
     import ssmbench.models
 
@@ -266,8 +272,8 @@ def test_the_mmac_cache_keeps_figures_and_misses_a_changed_model(tmp_path, monke
         raise AssertionError("a model was built although its MMac was kept")
 
     monkeypatch.setattr(ssmbench.models, "build_model", no_build)
-    again = estimate(params, _default_costs(tmp_path), mmac_cache=cache)
+    again = estimate(params, _default_costs(tmp_path), mmac=kept())
     assert [e.seconds for e in again.estimates] == [e.seconds for e in first.estimates]
     params["models"]["MS4N"]["d_model"] = 32  # another model: counted again
-    changed = estimate(params, _default_costs(tmp_path), mmac_cache=cache).estimates
+    changed = estimate(params, _default_costs(tmp_path), mmac=kept()).estimates
     assert {e.job.model for e in changed if "a model was built" in (e.problem or "")} == {"MS4N"}

@@ -467,11 +467,14 @@ def suite_searches(params: dict, suite: str | None = None) -> list[Job]:
     from ssmbench.search_space import search_of
 
     name = suite or params["suite"]
+    spec = params["suites"][name]
     jobs = set()
-    for job in suite_grid(params, name):
-        search = search_of(params, job.benchmark, job.model, name)
-        if search is not None:
-            jobs.add(Job(job.benchmark, job.dataset, job.model, int(search["fold"])))
+    for bench, datasets in spec["benchmarks"].items():
+        for model in suite_models(params, bench, name):
+            # a search is of (benchmark, model, suite): asked once, not once per fold
+            search = search_of(params, bench, model, name)
+            if search is not None:
+                jobs.update(Job(bench, ds, model, int(search["fold"])) for ds in datasets)
     return sorted(jobs)
 
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ssmbench.config import ConfigError, Job, model_entry, run_settings, suite_grid
+from ssmbench.mmac_table import MMacTable
 from ssmbench.resources import TrainResources
 from ssmbench.step_costs import StepCosts, calibrate_command
 
@@ -175,29 +176,16 @@ def row_counts(
 
 
 class _Work:
-    """Forward MMac per row of (model, dataset), computed once each (meta device). With
-    ``cache_file`` (``ssmbench plan``: ``.ssmbench/cache/mmac.json`` in the project), a
-    figure is kept across runs under a key of everything it depends on: the family's code
-    digest (``staleness.training_code_digest``), the model's hyperparameters, C, L, the
-    outputs and the per-step mode; a changed model or code misses the key and is counted
-    again. Building ~500 models for a paper grid is most of a cold plan's time."""
+    """Forward MMac per row of (model, dataset), computed once each (meta device), or
+    read from ``table`` (``ssmbench.mmac_table``: the project's cache, the package's
+    table) under a key of everything it depends on: a changed model, configuration or
+    code misses the key and is counted again."""
 
-    def __init__(self, params: dict, suite: str | None = None, cache_file: Path | None = None):
+    def __init__(self, params: dict, suite: str | None, table: MMacTable):
         self.params = params
         self.suite = suite
         self._cache: dict[tuple[str, str], tuple[float | None, int, int]] = {}
-        self.cache_file = cache_file
-        self._kept: dict[str, float] = {}
-        self._new = 0
-        if cache_file is not None and cache_file.is_file():
-            import json
-
-            try:
-                kept = json.loads(cache_file.read_text())
-            except (OSError, ValueError):
-                kept = {}  # an unreadable cache is counted again, and rewritten
-            if isinstance(kept, dict):
-                self._kept = {k: v for k, v in kept.items() if isinstance(v, int | float)}
+        self.table = table
 
     def of(self, job: Job) -> tuple[float | None, int, int]:
         """(MMac per row or None for a fitted model, C, L); raises ConfigError."""
@@ -207,34 +195,12 @@ class _Work:
         return self._cache[key]
 
     def save(self) -> None:
-        """Writes the figures counted in this run into ``cache_file`` (atomically)."""
-        if self.cache_file is None or not self._new:
-            return
-        import json
-
-        from ssmbench.io import atomic_write_text
-
-        self.cache_file.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.cache_file, json.dumps(self._kept, sort_keys=True), durable=False)
-
-    def _counted(self, family: str, model_params: dict, C: int, L: int, K: int, per_step: bool,
-                 count) -> float:  # fmt: skip
-        import hashlib
-        import json
-
-        from ssmbench.staleness import training_code_digest
-
-        key = hashlib.sha256(json.dumps(
-            [training_code_digest(family), model_params, C, L, K, per_step], sort_keys=True,
-            default=str,
-        ).encode()).hexdigest()[:32]  # fmt: skip
-        if key not in self._kept:
-            self._kept[key] = count()
-            self._new += 1
-        return self._kept[key]
+        """Writes the figures counted in this run into the project's cache."""
+        self.table.save()
 
     def _compute(self, job: Job):
         from ssmbench.complexity import mmac
+        from ssmbench.mmac_table import mmac_key
         from ssmbench.models import build_model, family_is_estimator, supports_per_step
 
         size = _size(self.params, job.benchmark, job.dataset, self.suite)
@@ -256,8 +222,8 @@ class _Work:
             return mmac(model, C, L, device="meta", convention="full")
 
         try:
-            return self._counted(model_params["family"], model_params, C, L, K, per_step,
-                                 count), C, L  # fmt: skip
+            key = mmac_key(model_params["family"], model_params, C, L, K, per_step)
+            return self.table.get(key, count), C, L
         except Exception as exc:  # a model that cannot be built for this shape
             raise ConfigError(f"{job.model} on {job.dataset} (C {C}, L {L}): {exc}") from None
 
@@ -343,10 +309,11 @@ def estimate(
     cpu_machine: str | None = None,
     gpu_machine: str | None = None,
     epochs_from: str = "max",
-    mmac_cache: Path | None = None,
+    mmac: MMacTable | None = None,
 ) -> Bill:
-    """The bill of ``suite`` (params.yaml's ``suite`` when None); ``mmac_cache``: the file
-    that keeps the models' MMac across runs (``_Work``)."""
+    """The bill of ``suite`` (params.yaml's ``suite`` when None); ``mmac``: where the
+    models' MMac are kept (``ssmbench.mmac_table``; None: the package's table, no cache),
+    written back (``MMacTable.save``) once the bill is made."""
     from ssmbench.config import suite_searches
     from ssmbench.search_space import search_of
     from ssmbench.train.batch_order import batch_size_for
@@ -368,7 +335,7 @@ def estimate(
         "cuda": gpu_machine or next((m for m, d in machines.items() if d == "cuda"), None),
     }
     resources = TrainResources(params)
-    work = _Work(params, suite, mmac_cache)
+    work = _Work(params, suite, mmac if mmac is not None else MMacTable())
     resolved: dict[tuple, tuple] = {}  # a run's settings and rows: the same for every fold
     from_records = _records_epochs(params, suite) if epochs_from == "records" else {}
     runs = [(job, "train", None) for job in suite_grid(params, suite)]

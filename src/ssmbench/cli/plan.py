@@ -40,13 +40,14 @@ def cmd_plan(args) -> int:
     """The bill of a suite before anything is submitted (ssmbench.plan): runs, jobs,
     CPU- and GPU-hours per size class and model, the runs over their runtime; --check:
     the estimate beside the measured training time of existing records."""
+    from ssmbench.mmac_table import MMacTable
     from ssmbench.plan import estimate, estimate_error, format_bill, format_error
     from ssmbench.step_costs import StepCosts, tables
 
     params = load(args)
     costs = StepCosts.load(*([args.table] if args.table else tables(params)))
     bill = estimate(params, costs, cpu_machine=args.cpu_machine, gpu_machine=args.gpu_machine,
-                    epochs_from=args.epochs, mmac_cache=MMAC_CACHE)  # fmt: skip
+                    epochs_from=args.epochs, mmac=MMacTable(MMAC_CACHE))  # fmt: skip
     print(format_bill(bill, params))
     if args.check is not None:
         records = _plan_check_records(params, args.check)
