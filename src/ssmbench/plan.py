@@ -18,9 +18,9 @@ prepared folder's meta.json, or X.npy's header, only for a dataset the catalog l
   where there are some (``epochs="records"``).
 * ``step_s`` and ``eval_s``: the calibration table (``ssmbench.step_costs``) at the work
   ``B x`` the run's forward MMac per row (its model built for its dataset's C, K and L on
-  the meta device, ``complexity.mmac(convention="full")``), on the machine that plays the
-  run's part: the GPU machine for a run whose size class asks for a GPU, the CPU machine
-  otherwise. A model whose family the table lacks for that machine is not estimated and is
+  the meta device, ``complexity.mmac(convention="full")``, or that figure as
+  ``ssmbench.mmac_table`` keeps it), on the machine that plays the run's part: the GPU
+  machine for a run whose size class asks for a GPU, the CPU machine otherwise. A model whose family the table lacks for that machine is not estimated and is
   listed as such.
 * Fitted models (QUANT, Hydra, ExtraTrees): one fit of ``n_train`` rows and the prediction
   of ``n_val + n_test`` rows, from their table rows (work in values, B x C x L).
