@@ -145,8 +145,10 @@ def test_a_run_over_its_runtime_is_listed_with_the_setting_to_change(tmp_path):
     assert over and all(e.job.model in ("MS4N", "MS4") for e in over)
     text = format_bill(bill, params)
     assert "exceeds their size class's runtime" in text
-    assert "set resources.train.models.MS4N.sizes.small.runtime:" in text
-    assert "MS4N, 4 runs on uea/BasicMotions, uea/JapaneseVowels: up to" in text
+    worst = max((e for e in over if e.job.model == "MS4N"), key=lambda e: e.seconds)
+    need = math.ceil(1.25 * worst.seconds / 60 / 30) * 30  # + 25 %, up to 30 minutes
+    assert f"  MS4N, small: 30 -> {need}: 4 on uea/BasicMotions, uea/JapaneseVowels, up to" in text
+    assert "ssmbench plan --suite default --resources > resources.yaml" in text
     small = params["resources"]["train"]["sizes"]["small"]
     line = next(ln for ln in text.splitlines() if ln.startswith("small"))
     n_small = sum(1 for e in bill.estimates if e.size_class == "small")
@@ -277,3 +279,40 @@ def test_the_mmac_cache_keeps_figures_and_misses_a_changed_model(tmp_path, monke
     params["models"]["MS4N"]["d_model"] = 32  # another model: counted again
     changed = estimate(params, _default_costs(tmp_path), mmac=kept()).estimates
     assert {e.job.model for e in changed if "a model was built" in (e.problem or "")} == {"MS4N"}
+
+
+def test_the_resources_block_applied_leaves_no_run_over_its_runtime(tmp_path):
+    """`plan --resources` prints params.yaml's resources.train.models with the runtimes the
+    runs need; merged over params.yaml as `snakemake --configfile` merges it, the model
+    entries params.yaml had are kept and the same plan has no run over its runtime."""
+    import yaml
+    from snakemake.utils import update_config
+
+    from ssmbench.plan_resources import needed_runtimes, resources_block
+    from ssmbench.resources import check_train_resources
+
+    params = load_params(REPO / "params.yaml", suite="default")
+    costs = _default_costs(tmp_path, ms4_step="50")
+    bill = estimate(params, costs)
+    assert {(n.model, n.size_class) for n in needed_runtimes(bill)} == {
+        ("MS4N", "small"), ("MS4", "small")}  # fmt: skip
+    text = resources_block(bill, params)
+    assert "snakemake --profile slurm --config suite=default --configfile resources.yaml" in text
+    assert "small puts 10 runs in a SLURM job" in text  # a grouped class: runtimes add up
+    block = yaml.safe_load(text)
+    assert set(block) == {"resources"} and set(block["resources"]) == {"train"}
+    update_config(params, block)
+    check_train_resources(params)
+    assert params["resources"]["train"]["models"]["Quant"] == {"gpu": 0, "threads": 4}
+    assert needed_runtimes(estimate(params, costs)) == []
+
+
+def test_cli_plan_resources_prints_the_block_alone(tmp_path, capsys):
+    import yaml
+
+    table = _default_table(tmp_path, ms4_step="50")
+    argv = ["--params", str(REPO / "params.yaml"), "--suite", "default", "plan"]
+    assert main([*argv, "--table", str(table), "--resources"]) == 0
+    out = capsys.readouterr().out
+    runtime = yaml.safe_load(out)["resources"]["train"]["models"]["MS4N"]["sizes"]["small"]
+    assert runtime["runtime"] > 30 and "Suite default" not in out

@@ -20,8 +20,8 @@ prepared folder's meta.json, or X.npy's header, only for a dataset the catalog l
   ``B x`` the run's forward MMac per row (its model built for its dataset's C, K and L on
   the meta device, ``complexity.mmac(convention="full")``, or that figure as
   ``ssmbench.mmac_table`` keeps it), on the machine that plays the run's part: the GPU
-  machine for a run whose size class asks for a GPU, the CPU machine otherwise. A model whose family the table lacks for that machine is not estimated and is
-  listed as such.
+  machine for a run whose size class asks for a GPU, the CPU machine otherwise. A model
+  whose family the table lacks for that machine is not estimated and is listed as such.
 * Fitted models (QUANT, Hydra, ExtraTrees): one fit of ``n_train`` rows and the prediction
   of ``n_val + n_test`` rows, from their table rows (work in values, B x C x L).
 
@@ -42,12 +42,11 @@ from pathlib import Path
 
 from ssmbench.config import ConfigError, Job, model_entry, run_settings, suite_grid
 from ssmbench.mmac_table import MMacTable
+from ssmbench.plan_resources import DEFAULT_GROUP_COMPONENTS, needed_runtimes
 from ssmbench.resources import TrainResources
 from ssmbench.step_costs import StepCosts, calibrate_command
 
 EPOCH_SOURCES = ("max", "records")
-#: runs a SLURM job holds in a grouped size class, when the profile does not say
-DEFAULT_GROUP_COMPONENTS = 10
 PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "slurm" / "config.yaml"
 
 
@@ -498,23 +497,25 @@ def format_bill(bill: Bill, params: dict) -> str:
             f"{model:<22}{stage:<7}{n_label:>6}{ep:>8}{mark + amount(cpu_h):>14}"
             f"{mark + amount(gpu_h):>14}{wall / per:>12.2f}{missing:>13}"
         )
-    over: dict[tuple, list[RunEstimate]] = defaultdict(list)
-    for e in ests:
-        if e.over_limit:
-            over[(e.job.model, e.stage, e.size_class, e.runtime_min)].append(e)
     lines.append("")
-    if over:
-        n_over = sum(len(g) for g in over.values())
-        lines.append(f"Runs whose estimate exceeds their size class's runtime ({n_over}):")
-        for (model, stage, size, limit), group in over.items():
-            worst = max(group, key=lambda e: e.seconds)
-            need = math.ceil(1.25 * worst.seconds / 60.0 / 30.0) * 30  # minutes, 25% margin
-            what = "trials" if stage == "tune" else "runs"
+    needs = needed_runtimes(bill)
+    if needs:
+        n_over = sum(len(n.runs) for n in needs)
+        lines.append(
+            f"Runs whose estimate exceeds their size class's runtime ({n_over}), and the "
+            f"runtime (minutes) each model needs there:"
+        )
+        for need in needs:
+            worst = need.worst
             lines.append(
-                f"  {model}, {len(group)} {what} on {_datasets(group)}: up to "
-                f"~{worst.seconds / 3600:.1f} h ({worst.job.dataset}) > {limit:g} min ({size}); "
-                f"set resources.train.models.{model}.sizes.{size}.runtime: {need} (minutes)"
+                f"  {need.model}, {need.size_class}: {need.limit_min:g} -> {need.minutes}: "
+                f"{len(need.runs)} on {_datasets(need.runs)}, up to ~{worst.seconds / 3600:.1f} h "
+                f"({worst.job.dataset})"
             )
+        lines.append(
+            f"As a params.yaml block to review and apply: ssmbench plan --suite {bill.suite} "
+            "--resources > resources.yaml"
+        )
     else:
         lines.append("No run's estimate exceeds its size class's runtime.")
     missing: dict[str, list[RunEstimate]] = defaultdict(list)

@@ -29,6 +29,12 @@ def add_parser(sub) -> None:
     p.add_argument("--table", help="another calibration table (default: the package's and "
                    "the project's, params.yaml paths.calibration)")  # fmt: skip
     p.add_argument(
+        "--resources", action="store_true",
+        help="print, instead of the bill, params.yaml's resources.train.models with the "
+        "runtime each (model, size class) of the suite needs, to review and apply "
+        "(`> resources.yaml`, then snakemake --configfile resources.yaml; docs/plan.md)",
+    )  # fmt: skip
+    p.add_argument(
         "--check", nargs="?", const="", default=None, metavar="DIR",
         help="also the estimate beside the measured train_seconds of existing records: the "
         "suite's (no DIR) or every record under DIR",
@@ -48,6 +54,11 @@ def cmd_plan(args) -> int:
     costs = StepCosts.load(*([args.table] if args.table else tables(params)))
     bill = estimate(params, costs, cpu_machine=args.cpu_machine, gpu_machine=args.gpu_machine,
                     epochs_from=args.epochs, mmac=MMacTable(MMAC_CACHE))  # fmt: skip
+    if args.resources:
+        from ssmbench.plan_resources import resources_block
+
+        print(resources_block(bill, params), end="")
+        return 0
     print(format_bill(bill, params))
     if args.check is not None:
         records = _plan_check_records(params, args.check)
