@@ -27,8 +27,9 @@ prepared folder's meta.json, or X.npy's header, only for a dataset the catalog l
 
 The bill sums per size class and per model: runs, SLURM jobs (a size class with
 ``group: true`` goes ``group-components`` runs to a job, profiles/slurm/config.yaml),
-CPU-hours (wall x the CPUs a run asks for), GPU-hours (wall x its GPUs), and lists every
-run whose estimate exceeds its size class's ``runtime`` with the setting that raises it.
+CPU-hours (wall x the CPUs a run asks for), GPU-hours (wall x its GPUs), and lists, per
+model and size class, the runs whose estimate exceeds their ``runtime`` with the runtime
+they need (``ssmbench.plan_resources``, which also writes it as a params.yaml block).
 ``estimate_error`` compares the estimate with the ``train_seconds`` of existing records.
 """
 
