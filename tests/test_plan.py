@@ -316,3 +316,73 @@ def test_cli_plan_resources_prints_the_block_alone(tmp_path, capsys):
     out = capsys.readouterr().out
     runtime = yaml.safe_load(out)["resources"]["train"]["models"]["MS4N"]["sizes"]["small"]
     assert runtime["runtime"] > 30 and "Suite default" not in out
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err
+
+
+def test_a_suite_of_no_runs_is_refused(tmp_path, capsys):
+    import yaml
+
+    from ssmbench.params_file import read_params
+    from ssmbench.plan import nothing_estimated
+
+    params = load_params(REPO / "params.yaml", suite="default")
+    params["suites"]["default"]["benchmarks"] = {}  # past the schema: no run at all
+    bill = estimate(params, _default_costs(tmp_path))
+    assert nothing_estimated(bill, params) == (
+        "suite default has no runs (its grid of benchmarks x datasets x models x folds is "
+        "empty): name a suite with runs (`ssmbench suites` lists them)"
+    )
+    raw = read_params(REPO / "params.yaml")
+    raw.pop("studies", None)  # the studies merged in: one file
+    raw["suites"]["default"]["models"] = []
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    assert main(["--params", str(tmp_path / "params.yaml"), "plan"]) == 2
+    assert "suites.default.models: [] should be non-empty" in capsys.readouterr().err
+
+
+def test_a_suite_no_run_of_which_is_calibrated_is_one_error(tmp_path, capsys):
+    table = _table(tmp_path, [_row(family="nothing")])
+    argv = ["--params", str(REPO / "params.yaml"), "--suite", "default", "plan"]
+    assert main([*argv, "--table", str(table)]) == 2
+    err = _one_error_line(capsys)
+    assert err.startswith("ssmbench plan: error: suite default: none of its 12 runs can be "
+                          "estimated: the calibration table has no figures for ms4, s4d on m: "
+                          "measure them with `python benchmarks/calibrate.py --machine m "
+                          "--models MS4,S4D --table calibration/step_seconds.csv`")  # fmt: skip
+
+
+def test_a_suite_no_run_of_which_is_sized_names_the_first_reason(tmp_path):
+    from ssmbench.plan import nothing_estimated
+
+    params = load_params(REPO / "params.yaml", suite="default")
+    params["paths"] = {**params["paths"], "prepared": str(tmp_path / "none")}
+    params["suites"]["default"]["benchmarks"] = {"uea": ["InsectWingbeat"]}  # no size known
+    text = nothing_estimated(estimate(params, _default_costs(tmp_path)), params)
+    assert text.startswith("suite default: none of its 6 runs can be estimated; the first "
+                           "reason: uea/InsectWingbeat: ")  # fmt: skip
+
+
+def test_a_calibration_table_with_other_columns_is_one_error(tmp_path, capsys):
+    table = tmp_path / "t.csv"
+    table.write_text("machine,device,seconds\nm,cpu,1\n")
+    argv = ["--params", str(REPO / "params.yaml"), "--suite", "default", "plan"]
+    assert main([*argv, "--table", str(table)]) == 2
+    err = _one_error_line(capsys)
+    assert "t.csv: the calibration table lacks the column(s) threads, family" in err
+    assert "regenerate it with benchmarks/calibrate.py" in err
+
+
+def test_plan_with_two_different_suites_is_one_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--suite", "tiny", "plan", "--suite", "default"])
+    assert stop.value.code == 2
+    assert ("--suite is given twice, 'tiny' before the command and 'default' after it"
+            in capsys.readouterr().err)  # fmt: skip

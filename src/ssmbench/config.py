@@ -461,6 +461,18 @@ def suite_grid(params: dict, suite: str | None = None) -> list[Job]:
     return sorted(set(jobs))
 
 
+def suites_of(params: dict, job: Job) -> list[str]:
+    """The suites whose grid holds ``job``, in params.yaml's order (without building the
+    grids)."""
+    return [
+        name
+        for name, spec in params["suites"].items()
+        if job.dataset in (spec["benchmarks"].get(job.benchmark) or ())
+        and job.model in suite_models(params, job.benchmark, name)
+        and job.fold in spec["folds"]
+    ]
+
+
 def suite_searches(params: dict, suite: str | None = None) -> list[Job]:
     """The searches a suite runs before its train jobs: one per (benchmark, dataset,
     model) of its grid that ``tuning.searches`` tunes, as the Job of the searched fold."""

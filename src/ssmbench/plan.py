@@ -73,6 +73,7 @@ class RunEstimate:
     trials: int = 1
     seconds: float | None = None  # one run (one trial)
     problem: str | None = None
+    uncalibrated: bool = False  # not estimated for want of a figure for its family/machine
 
     @property
     def name(self) -> str:
@@ -383,6 +384,7 @@ def estimate(
             est.epochs_from = "records"
         if est.machine is None:
             est.problem = f"the calibration table has no {device} machine"
+            est.uncalibrated = True
             continue
         est.seconds = run_seconds(
             costs, est.machine, family, mmac_row, C, L, est.n_train, est.n_val, est.n_test,
@@ -393,8 +395,45 @@ def estimate(
                 f"not estimated: no calibration for family {family!r} on {est.machine}; "
                 f"measure it with `{calibrate_command(est.machine, device, job.model, params)}`"
             )
+            est.uncalibrated = True
     work.save()
     return Bill(suite, estimates, chosen, _group_components())
+
+
+def nothing_estimated(bill: Bill, params: dict) -> str | None:
+    """Why the bill is empty, where it is (no run, or no run estimated): one line naming
+    what is wrong and what to do; None for a bill with an estimate. Where the calibration
+    table lacks every run's family (or machine), the families, the machines and the
+    command that measures them."""
+    if not bill.estimates:
+        return (
+            f"suite {bill.suite} has no runs (its grid of benchmarks x datasets x models x "
+            "folds is empty): name a suite with runs (`ssmbench suites` lists them)"
+        )
+    if any(e.seconds is not None for e in bill.estimates):
+        return None
+    n = f"none of its {sum(1 for e in bill.estimates if e.stage == 'train'):,} runs"
+    if not all(e.uncalibrated for e in bill.estimates):
+        problem = next(e.problem for e in bill.estimates if not e.uncalibrated)
+        return f"suite {bill.suite}: {n} can be estimated; the first reason: {problem}"
+    missing: dict[tuple[str | None, str], dict[str, str]] = defaultdict(dict)
+    for e in bill.estimates:  # (machine, device) -> family -> the first model of it
+        missing[(e.machine, e.device)].setdefault(params["models"][e.job.model]["family"],
+                                                  e.job.model)  # fmt: skip
+    clauses = []
+    for (machine, device), families in missing.items():
+        if machine is None:
+            clauses.append(
+                f"the calibration table has no {device} machine: measure one with "
+                f"`python benchmarks/calibrate.py --machine NAME --device {device}`"
+            )
+            continue
+        command = calibrate_command(machine, device, ",".join(families.values()), params)
+        clauses.append(
+            f"the calibration table has no figures for {', '.join(sorted(families))} on "
+            f"{machine}: measure them with `{command}`"
+        )
+    return f"suite {bill.suite}: {n} can be estimated: {'; '.join(clauses)}"
 
 
 # ----------------------------------------------------------------------------- report

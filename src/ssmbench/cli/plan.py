@@ -46,14 +46,23 @@ def cmd_plan(args) -> int:
     """The bill of a suite before anything is submitted (ssmbench.plan): runs, jobs,
     CPU- and GPU-hours per size class and model, the runs over their runtime; --check:
     the estimate beside the measured training time of existing records."""
+    from ssmbench.config import ConfigError
     from ssmbench.mmac_table import MMacTable
-    from ssmbench.plan import estimate, estimate_error, format_bill, format_error
+    from ssmbench.plan import (
+        estimate,
+        estimate_error,
+        format_bill,
+        format_error,
+        nothing_estimated,
+    )
     from ssmbench.step_costs import StepCosts, tables
 
     params = load(args)
     costs = StepCosts.load(*([args.table] if args.table else tables(params)))
     bill = estimate(params, costs, cpu_machine=args.cpu_machine, gpu_machine=args.gpu_machine,
                     epochs_from=args.epochs, mmac=MMacTable(MMAC_CACHE))  # fmt: skip
+    if (problem := nothing_estimated(bill, params)) is not None:
+        raise ConfigError(problem)
     if args.resources:
         from ssmbench.plan_resources import resources_block
 
