@@ -147,7 +147,8 @@ def test_a_run_over_its_runtime_is_listed_with_the_setting_to_change(tmp_path):
     assert "exceeds their size class's runtime" in text
     worst = max((e for e in over if e.job.model == "MS4N"), key=lambda e: e.seconds)
     need = math.ceil(1.25 * worst.seconds / 60 / 30) * 30  # + 25 %, up to 30 minutes
-    assert f"  MS4N, small: 30 -> {need}: 4 on uea/BasicMotions, uea/JapaneseVowels, up to" in text
+    assert f"  MS4N, small: 30 -> {need}: 4 runs, up to ~" in text
+    assert f"h (uea/{worst.job.dataset}); on uea/BasicMotions, uea/JapaneseVowels" in text
     assert "ssmbench plan --suite default --resources > resources.yaml" in text
     small = params["resources"]["train"]["sizes"]["small"]
     line = next(ln for ln in text.splitlines() if ln.startswith("small"))

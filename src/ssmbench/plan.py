@@ -43,7 +43,7 @@ from pathlib import Path
 
 from ssmbench.config import ConfigError, Job, model_entry, run_settings, suite_grid
 from ssmbench.mmac_table import MMacTable
-from ssmbench.plan_resources import DEFAULT_GROUP_COMPONENTS, needed_runtimes
+from ssmbench.plan_resources import DEFAULT_GROUP_COMPONENTS, describe, needed_runtimes
 from ssmbench.resources import TrainResources
 from ssmbench.step_costs import StepCosts, calibrate_command
 
@@ -546,11 +546,9 @@ def format_bill(bill: Bill, params: dict) -> str:
             f"runtime (minutes) each model needs there:"
         )
         for need in needs:
-            worst = need.worst
             lines.append(
                 f"  {need.model}, {need.size_class}: {need.limit_min:g} -> {need.minutes}: "
-                f"{len(need.runs)} on {_datasets(need.runs)}, up to ~{worst.seconds / 3600:.1f} h "
-                f"({worst.job.dataset})"
+                f"{describe(need)}; on {_datasets(need.runs)}"
             )
         lines.append(
             f"As a params.yaml block to review and apply: ssmbench plan --suite {bill.suite} "

@@ -67,14 +67,18 @@ def needed_runtimes(bill) -> list[Need]:
     return needs
 
 
-def _what(need: Need) -> str:
+def describe(need: Need) -> str:
+    """What ``need`` covers: its runs and searches, and the longest with its dataset."""
     n_runs = sum(1 for e in need.runs if e.stage == "train")
-    n_trials = sum(e.trials for e in need.runs if e.stage == "tune")
+    searches = [e for e in need.runs if e.stage == "tune"]
     parts = [f"{n_runs} runs"] if n_runs else []
-    parts += [f"{n_trials} search trials"] if n_trials else []
+    if searches:
+        trials = sum(e.trials for e in searches)
+        what = "search" if len(searches) == 1 else "searches"
+        parts.append(f"{len(searches)} {what} ({trials} trials)")
     worst = need.worst
     return (
-        f"{' and '.join(parts)} up to ~{worst.seconds / 3600:.1f} h "
+        f"{' and '.join(parts)}, up to ~{worst.seconds / 3600:.1f} h "
         f"({worst.job.benchmark}/{worst.job.dataset})"
     )
 
@@ -106,7 +110,7 @@ def resources_block(bill, params: dict, file: str = "resources.yaml") -> str:
             f"to {STEP_MIN} minutes:"
         )
         lines += [
-            f"#   {n.model}, {n.size_class}: {n.limit_min:g} -> {n.minutes} ({_what(n)})"
+            f"#   {n.model}, {n.size_class}: {n.limit_min:g} -> {n.minutes} ({describe(n)})"
             for n in needs
         ]
     else:
