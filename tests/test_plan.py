@@ -145,8 +145,11 @@ def test_a_run_over_its_runtime_is_listed_with_the_setting_to_change(tmp_path):
     assert over and all(e.job.model in ("MS4N", "MS4") for e in over)
     text = format_bill(bill, params)
     assert "exceeds their size class's runtime" in text
-    assert "set resources.train.models.MS4N.sizes.small.runtime:" in text
-    assert "MS4N, 4 runs on uea/BasicMotions, uea/JapaneseVowels: up to" in text
+    worst = max((e for e in over if e.job.model == "MS4N"), key=lambda e: e.seconds)
+    need = math.ceil(1.25 * worst.seconds / 60 / 30) * 30  # + 25 %, up to 30 minutes
+    assert f"  MS4N, small: 30 -> {need}: 4 runs, up to ~" in text
+    assert f"h (uea/{worst.job.dataset}); on uea/BasicMotions, uea/JapaneseVowels" in text
+    assert "ssmbench plan --suite default --resources > resources.yaml" in text
     small = params["resources"]["train"]["sizes"]["small"]
     line = next(ln for ln in text.splitlines() if ln.startswith("small"))
     n_small = sum(1 for e in bill.estimates if e.size_class == "small")
@@ -256,9 +259,15 @@ def test_searches_are_counted_apart_from_runs(tmp_path):
 
 
 def test_the_mmac_cache_keeps_figures_and_misses_a_changed_model(tmp_path, monkeypatch):
+    from ssmbench.mmac_table import MMacTable
+
     params = load_params(REPO / "params.yaml", suite="default")
     cache = tmp_path / "cache" / "mmac.json"
-    first = estimate(params, _default_costs(tmp_path), mmac_cache=cache)
+
+    def kept():  # the project's cache alone, not the package's table
+        return MMacTable(cache, shipped=None)
+
+    first = estimate(params, _default_costs(tmp_path), mmac=kept())
     assert cache.is_file()
     import ssmbench.models
 
@@ -266,8 +275,115 @@ def test_the_mmac_cache_keeps_figures_and_misses_a_changed_model(tmp_path, monke
         raise AssertionError("a model was built although its MMac was kept")
 
     monkeypatch.setattr(ssmbench.models, "build_model", no_build)
-    again = estimate(params, _default_costs(tmp_path), mmac_cache=cache)
+    again = estimate(params, _default_costs(tmp_path), mmac=kept())
     assert [e.seconds for e in again.estimates] == [e.seconds for e in first.estimates]
     params["models"]["MS4N"]["d_model"] = 32  # another model: counted again
-    changed = estimate(params, _default_costs(tmp_path), mmac_cache=cache).estimates
+    changed = estimate(params, _default_costs(tmp_path), mmac=kept()).estimates
     assert {e.job.model for e in changed if "a model was built" in (e.problem or "")} == {"MS4N"}
+
+
+def test_the_resources_block_applied_leaves_no_run_over_its_runtime(tmp_path):
+    """`plan --resources` prints params.yaml's resources.train.models with the runtimes the
+    runs need; merged over params.yaml as `snakemake --configfile` merges it, the model
+    entries params.yaml had are kept and the same plan has no run over its runtime."""
+    import yaml
+    from snakemake.utils import update_config
+
+    from ssmbench.plan_resources import needed_runtimes, resources_block
+    from ssmbench.resources import check_train_resources
+
+    params = load_params(REPO / "params.yaml", suite="default")
+    costs = _default_costs(tmp_path, ms4_step="50")
+    bill = estimate(params, costs)
+    assert {(n.model, n.size_class) for n in needed_runtimes(bill)} == {
+        ("MS4N", "small"), ("MS4", "small")}  # fmt: skip
+    text = resources_block(bill, params)
+    assert "snakemake --profile slurm --config suite=default --configfile resources.yaml" in text
+    assert "small puts 10 runs in a SLURM job" in text  # a grouped class: runtimes add up
+    block = yaml.safe_load(text)
+    assert set(block) == {"resources"} and set(block["resources"]) == {"train"}
+    update_config(params, block)
+    check_train_resources(params)
+    assert params["resources"]["train"]["models"]["Quant"] == {"gpu": 0, "threads": 4}
+    assert needed_runtimes(estimate(params, costs)) == []
+
+
+def test_cli_plan_resources_prints_the_block_alone(tmp_path, capsys):
+    import yaml
+
+    table = _default_table(tmp_path, ms4_step="50")
+    argv = ["--params", str(REPO / "params.yaml"), "--suite", "default", "plan"]
+    assert main([*argv, "--table", str(table), "--resources"]) == 0
+    out = capsys.readouterr().out
+    runtime = yaml.safe_load(out)["resources"]["train"]["models"]["MS4N"]["sizes"]["small"]
+    assert runtime["runtime"] > 30 and "Suite default" not in out
+
+
+# ------------------------------------------------------------------ bad input
+
+
+def _one_error_line(capsys) -> str:
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    return err
+
+
+def test_a_suite_of_no_runs_is_refused(tmp_path, capsys):
+    import yaml
+
+    from ssmbench.params_file import read_params
+    from ssmbench.plan import nothing_estimated
+
+    params = load_params(REPO / "params.yaml", suite="default")
+    params["suites"]["default"]["benchmarks"] = {}  # past the schema: no run at all
+    bill = estimate(params, _default_costs(tmp_path))
+    assert nothing_estimated(bill, params) == (
+        "suite default has no runs (its grid of benchmarks x datasets x models x folds is "
+        "empty): name a suite with runs (`ssmbench suites` lists them)"
+    )
+    raw = read_params(REPO / "params.yaml")
+    raw.pop("studies", None)  # the studies merged in: one file
+    raw["suites"]["default"]["models"] = []
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(raw))
+    assert main(["--params", str(tmp_path / "params.yaml"), "plan"]) == 2
+    assert "suites.default.models: [] should be non-empty" in capsys.readouterr().err
+
+
+def test_a_suite_no_run_of_which_is_calibrated_is_one_error(tmp_path, capsys):
+    table = _table(tmp_path, [_row(family="nothing")])
+    argv = ["--params", str(REPO / "params.yaml"), "--suite", "default", "plan"]
+    assert main([*argv, "--table", str(table)]) == 2
+    err = _one_error_line(capsys)
+    assert err.startswith("ssmbench plan: error: suite default: none of its 12 runs can be "
+                          "estimated: the calibration table has no figures for ms4, s4d on m: "
+                          "measure them with `python benchmarks/calibrate.py --machine m "
+                          "--models MS4,S4D --table calibration/step_seconds.csv`")  # fmt: skip
+
+
+def test_a_suite_no_run_of_which_is_sized_names_the_first_reason(tmp_path):
+    from ssmbench.plan import nothing_estimated
+
+    params = load_params(REPO / "params.yaml", suite="default")
+    params["paths"] = {**params["paths"], "prepared": str(tmp_path / "none")}
+    params["suites"]["default"]["benchmarks"] = {"uea": ["InsectWingbeat"]}  # no size known
+    text = nothing_estimated(estimate(params, _default_costs(tmp_path)), params)
+    assert text.startswith("suite default: none of its 6 runs can be estimated; the first "
+                           "reason: uea/InsectWingbeat: ")  # fmt: skip
+
+
+def test_a_calibration_table_with_other_columns_is_one_error(tmp_path, capsys):
+    table = tmp_path / "t.csv"
+    table.write_text("machine,device,seconds\nm,cpu,1\n")
+    argv = ["--params", str(REPO / "params.yaml"), "--suite", "default", "plan"]
+    assert main([*argv, "--table", str(table)]) == 2
+    err = _one_error_line(capsys)
+    assert "t.csv: the calibration table lacks the column(s) threads, family" in err
+    assert "regenerate it with benchmarks/calibrate.py" in err
+
+
+def test_plan_with_two_different_suites_is_one_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--suite", "tiny", "plan", "--suite", "default"])
+    assert stop.value.code == 2
+    assert ("--suite is given twice, 'tiny' before the command and 'default' after it"
+            in capsys.readouterr().err)  # fmt: skip

@@ -181,5 +181,12 @@ def test_explain_says_when_the_run_is_not_in_the_suite(capsys):
     err = capsys.readouterr().err
     assert (
         "note: uea/BasicMotions/MS4/fold99 is not a run of suite default (not in its grid: "
-        "`ssmbench grid`); shown as the suite would resolve it"
+        "`ssmbench grid`); shown as the suite would resolve it; no suite of params.yaml runs it"
     ) in err
+    other = ["--params", str(REPO / "params.yaml"), "--suite", "default", "explain",
+             "--benchmark", "uea", "--dataset", "Cricket", "--model", "Mamba1"]  # fmt: skip
+    assert main(other) == 0
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.endswith(
+        "; the suites that run it: uea-paper (--suite NAME for its settings there)\n"
+    )

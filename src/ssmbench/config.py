@@ -461,17 +461,32 @@ def suite_grid(params: dict, suite: str | None = None) -> list[Job]:
     return sorted(set(jobs))
 
 
+def suites_of(params: dict, job: Job) -> list[str]:
+    """The suites whose grid holds ``job``, in params.yaml's order (without building the
+    grids)."""
+    return [
+        name
+        for name, spec in params["suites"].items()
+        if job.dataset in (spec["benchmarks"].get(job.benchmark) or ())
+        and job.model in suite_models(params, job.benchmark, name)
+        and job.fold in spec["folds"]
+    ]
+
+
 def suite_searches(params: dict, suite: str | None = None) -> list[Job]:
     """The searches a suite runs before its train jobs: one per (benchmark, dataset,
     model) of its grid that ``tuning.searches`` tunes, as the Job of the searched fold."""
     from ssmbench.search_space import search_of
 
     name = suite or params["suite"]
+    spec = params["suites"][name]
     jobs = set()
-    for job in suite_grid(params, name):
-        search = search_of(params, job.benchmark, job.model, name)
-        if search is not None:
-            jobs.add(Job(job.benchmark, job.dataset, job.model, int(search["fold"])))
+    for bench, datasets in spec["benchmarks"].items():
+        for model in suite_models(params, bench, name):
+            # a search is of (benchmark, model, suite): asked once, not once per fold
+            search = search_of(params, bench, model, name)
+            if search is not None:
+                jobs.update(Job(bench, ds, model, int(search["fold"])) for ds in datasets)
     return sorted(jobs)
 
 

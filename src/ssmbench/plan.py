@@ -18,17 +18,18 @@ prepared folder's meta.json, or X.npy's header, only for a dataset the catalog l
   where there are some (``epochs="records"``).
 * ``step_s`` and ``eval_s``: the calibration table (``ssmbench.step_costs``) at the work
   ``B x`` the run's forward MMac per row (its model built for its dataset's C, K and L on
-  the meta device, ``complexity.mmac(convention="full")``), on the machine that plays the
-  run's part: the GPU machine for a run whose size class asks for a GPU, the CPU machine
-  otherwise. A model whose family the table lacks for that machine is not estimated and is
-  listed as such.
+  the meta device, ``complexity.mmac(convention="full")``, or that figure as
+  ``ssmbench.mmac_table`` keeps it), on the machine that plays the run's part: the GPU
+  machine for a run whose size class asks for a GPU, the CPU machine otherwise. A model
+  whose family the table lacks for that machine is not estimated and is listed as such.
 * Fitted models (QUANT, Hydra, ExtraTrees): one fit of ``n_train`` rows and the prediction
   of ``n_val + n_test`` rows, from their table rows (work in values, B x C x L).
 
 The bill sums per size class and per model: runs, SLURM jobs (a size class with
 ``group: true`` goes ``group-components`` runs to a job, profiles/slurm/config.yaml),
-CPU-hours (wall x the CPUs a run asks for), GPU-hours (wall x its GPUs), and lists every
-run whose estimate exceeds its size class's ``runtime`` with the setting that raises it.
+CPU-hours (wall x the CPUs a run asks for), GPU-hours (wall x its GPUs), and lists, per
+model and size class, the runs whose estimate exceeds their ``runtime`` with the runtime
+they need (``ssmbench.plan_resources``, which also writes it as a params.yaml block).
 ``estimate_error`` compares the estimate with the ``train_seconds`` of existing records.
 """
 
@@ -41,12 +42,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ssmbench.config import ConfigError, Job, model_entry, run_settings, suite_grid
+from ssmbench.mmac_table import MMacTable
+from ssmbench.plan_resources import DEFAULT_GROUP_COMPONENTS, describe, needed_runtimes
 from ssmbench.resources import TrainResources
 from ssmbench.step_costs import StepCosts, calibrate_command
 
 EPOCH_SOURCES = ("max", "records")
-#: runs a SLURM job holds in a grouped size class, when the profile does not say
-DEFAULT_GROUP_COMPONENTS = 10
 PROFILE = Path(__file__).resolve().parents[2] / "profiles" / "slurm" / "config.yaml"
 
 
@@ -72,6 +73,7 @@ class RunEstimate:
     trials: int = 1
     seconds: float | None = None  # one run (one trial)
     problem: str | None = None
+    uncalibrated: bool = False  # not estimated for want of a figure for its family/machine
 
     @property
     def name(self) -> str:
@@ -175,29 +177,16 @@ def row_counts(
 
 
 class _Work:
-    """Forward MMac per row of (model, dataset), computed once each (meta device). With
-    ``cache_file`` (``ssmbench plan``: ``.ssmbench/cache/mmac.json`` in the project), a
-    figure is kept across runs under a key of everything it depends on: the family's code
-    digest (``staleness.training_code_digest``), the model's hyperparameters, C, L, the
-    outputs and the per-step mode; a changed model or code misses the key and is counted
-    again. Building ~500 models for a paper grid is most of a cold plan's time."""
+    """Forward MMac per row of (model, dataset), computed once each (meta device), or
+    read from ``table`` (``ssmbench.mmac_table``: the project's cache, the package's
+    table) under a key of everything it depends on: a changed model, configuration or
+    code misses the key and is counted again."""
 
-    def __init__(self, params: dict, suite: str | None = None, cache_file: Path | None = None):
+    def __init__(self, params: dict, suite: str | None, table: MMacTable):
         self.params = params
         self.suite = suite
         self._cache: dict[tuple[str, str], tuple[float | None, int, int]] = {}
-        self.cache_file = cache_file
-        self._kept: dict[str, float] = {}
-        self._new = 0
-        if cache_file is not None and cache_file.is_file():
-            import json
-
-            try:
-                kept = json.loads(cache_file.read_text())
-            except (OSError, ValueError):
-                kept = {}  # an unreadable cache is counted again, and rewritten
-            if isinstance(kept, dict):
-                self._kept = {k: v for k, v in kept.items() if isinstance(v, int | float)}
+        self.table = table
 
     def of(self, job: Job) -> tuple[float | None, int, int]:
         """(MMac per row or None for a fitted model, C, L); raises ConfigError."""
@@ -207,34 +196,12 @@ class _Work:
         return self._cache[key]
 
     def save(self) -> None:
-        """Writes the figures counted in this run into ``cache_file`` (atomically)."""
-        if self.cache_file is None or not self._new:
-            return
-        import json
-
-        from ssmbench.io import atomic_write_text
-
-        self.cache_file.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.cache_file, json.dumps(self._kept, sort_keys=True), durable=False)
-
-    def _counted(self, family: str, model_params: dict, C: int, L: int, K: int, per_step: bool,
-                 count) -> float:  # fmt: skip
-        import hashlib
-        import json
-
-        from ssmbench.staleness import training_code_digest
-
-        key = hashlib.sha256(json.dumps(
-            [training_code_digest(family), model_params, C, L, K, per_step], sort_keys=True,
-            default=str,
-        ).encode()).hexdigest()[:32]  # fmt: skip
-        if key not in self._kept:
-            self._kept[key] = count()
-            self._new += 1
-        return self._kept[key]
+        """Writes the figures counted in this run into the project's cache."""
+        self.table.save()
 
     def _compute(self, job: Job):
         from ssmbench.complexity import mmac
+        from ssmbench.mmac_table import mmac_key
         from ssmbench.models import build_model, family_is_estimator, supports_per_step
 
         size = _size(self.params, job.benchmark, job.dataset, self.suite)
@@ -256,8 +223,8 @@ class _Work:
             return mmac(model, C, L, device="meta", convention="full")
 
         try:
-            return self._counted(model_params["family"], model_params, C, L, K, per_step,
-                                 count), C, L  # fmt: skip
+            key = mmac_key(model_params["family"], model_params, C, L, K, per_step)
+            return self.table.get(key, count), C, L
         except Exception as exc:  # a model that cannot be built for this shape
             raise ConfigError(f"{job.model} on {job.dataset} (C {C}, L {L}): {exc}") from None
 
@@ -343,10 +310,11 @@ def estimate(
     cpu_machine: str | None = None,
     gpu_machine: str | None = None,
     epochs_from: str = "max",
-    mmac_cache: Path | None = None,
+    mmac: MMacTable | None = None,
 ) -> Bill:
-    """The bill of ``suite`` (params.yaml's ``suite`` when None); ``mmac_cache``: the file
-    that keeps the models' MMac across runs (``_Work``)."""
+    """The bill of ``suite`` (params.yaml's ``suite`` when None); ``mmac``: where the
+    models' MMac are kept (``ssmbench.mmac_table``; None: the package's table, no cache),
+    written back (``MMacTable.save``) once the bill is made."""
     from ssmbench.config import suite_searches
     from ssmbench.search_space import search_of
     from ssmbench.train.batch_order import batch_size_for
@@ -368,7 +336,7 @@ def estimate(
         "cuda": gpu_machine or next((m for m, d in machines.items() if d == "cuda"), None),
     }
     resources = TrainResources(params)
-    work = _Work(params, suite, mmac_cache)
+    work = _Work(params, suite, mmac if mmac is not None else MMacTable())
     resolved: dict[tuple, tuple] = {}  # a run's settings and rows: the same for every fold
     from_records = _records_epochs(params, suite) if epochs_from == "records" else {}
     runs = [(job, "train", None) for job in suite_grid(params, suite)]
@@ -416,6 +384,7 @@ def estimate(
             est.epochs_from = "records"
         if est.machine is None:
             est.problem = f"the calibration table has no {device} machine"
+            est.uncalibrated = True
             continue
         est.seconds = run_seconds(
             costs, est.machine, family, mmac_row, C, L, est.n_train, est.n_val, est.n_test,
@@ -426,8 +395,45 @@ def estimate(
                 f"not estimated: no calibration for family {family!r} on {est.machine}; "
                 f"measure it with `{calibrate_command(est.machine, device, job.model, params)}`"
             )
+            est.uncalibrated = True
     work.save()
     return Bill(suite, estimates, chosen, _group_components())
+
+
+def nothing_estimated(bill: Bill, params: dict) -> str | None:
+    """Why the bill is empty, where it is (no run, or no run estimated): one line naming
+    what is wrong and what to do; None for a bill with an estimate. Where the calibration
+    table lacks every run's family (or machine), the families, the machines and the
+    command that measures them."""
+    if not bill.estimates:
+        return (
+            f"suite {bill.suite} has no runs (its grid of benchmarks x datasets x models x "
+            "folds is empty): name a suite with runs (`ssmbench suites` lists them)"
+        )
+    if any(e.seconds is not None for e in bill.estimates):
+        return None
+    n = f"none of its {sum(1 for e in bill.estimates if e.stage == 'train'):,} runs"
+    if not all(e.uncalibrated for e in bill.estimates):
+        problem = next(e.problem for e in bill.estimates if not e.uncalibrated)
+        return f"suite {bill.suite}: {n} can be estimated; the first reason: {problem}"
+    missing: dict[tuple[str | None, str], dict[str, str]] = defaultdict(dict)
+    for e in bill.estimates:  # (machine, device) -> family -> the first model of it
+        missing[(e.machine, e.device)].setdefault(params["models"][e.job.model]["family"],
+                                                  e.job.model)  # fmt: skip
+    clauses = []
+    for (machine, device), families in missing.items():
+        if machine is None:
+            clauses.append(
+                f"the calibration table has no {device} machine: measure one with "
+                f"`python benchmarks/calibrate.py --machine NAME --device {device}`"
+            )
+            continue
+        command = calibrate_command(machine, device, ",".join(families.values()), params)
+        clauses.append(
+            f"the calibration table has no figures for {', '.join(sorted(families))} on "
+            f"{machine}: measure them with `{command}`"
+        )
+    return f"suite {bill.suite}: {n} can be estimated: {'; '.join(clauses)}"
 
 
 # ----------------------------------------------------------------------------- report
@@ -531,23 +537,23 @@ def format_bill(bill: Bill, params: dict) -> str:
             f"{model:<22}{stage:<7}{n_label:>6}{ep:>8}{mark + amount(cpu_h):>14}"
             f"{mark + amount(gpu_h):>14}{wall / per:>12.2f}{missing:>13}"
         )
-    over: dict[tuple, list[RunEstimate]] = defaultdict(list)
-    for e in ests:
-        if e.over_limit:
-            over[(e.job.model, e.stage, e.size_class, e.runtime_min)].append(e)
     lines.append("")
-    if over:
-        n_over = sum(len(g) for g in over.values())
-        lines.append(f"Runs whose estimate exceeds their size class's runtime ({n_over}):")
-        for (model, stage, size, limit), group in over.items():
-            worst = max(group, key=lambda e: e.seconds)
-            need = math.ceil(1.25 * worst.seconds / 60.0 / 30.0) * 30  # minutes, 25% margin
-            what = "trials" if stage == "tune" else "runs"
+    needs = needed_runtimes(bill)
+    if needs:
+        n_over = sum(len(n.runs) for n in needs)
+        lines.append(
+            f"Runs whose estimate exceeds their size class's runtime ({n_over}), and the "
+            f"runtime (minutes) each model needs there:"
+        )
+        for need in needs:
             lines.append(
-                f"  {model}, {len(group)} {what} on {_datasets(group)}: up to "
-                f"~{worst.seconds / 3600:.1f} h ({worst.job.dataset}) > {limit:g} min ({size}); "
-                f"set resources.train.models.{model}.sizes.{size}.runtime: {need} (minutes)"
+                f"  {need.model}, {need.size_class}: {need.limit_min:g} -> {need.minutes}: "
+                f"{describe(need)}; on {_datasets(need.runs)}"
             )
+        lines.append(
+            f"As a params.yaml block to review and apply: ssmbench plan --suite {bill.suite} "
+            "--resources > resources.yaml"
+        )
     else:
         lines.append("No run's estimate exceeds its size class's runtime.")
     missing: dict[str, list[RunEstimate]] = defaultdict(list)

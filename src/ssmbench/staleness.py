@@ -264,8 +264,14 @@ def training_code_digest(family: str | None = None) -> str:
     from ssmbench.models.imported import is_import_path
 
     root = imported_family_root(family) if is_import_path(family) else None
+    return modules_digest(digested_modules(family), root)
+
+
+def modules_digest(paths: list[Path], root: Path | None = None) -> str:
+    """Hash of the modules at ``paths``, in order, each as its name (`digest_name`) and its
+    syntax tree without docstrings: the same for the same code wherever a clone lies."""
     digest = hashlib.sha256()
-    for path in digested_modules(family):
+    for path in paths:
         digest.update(digest_name(path, root).encode())
         digest.update(_syntax(path))
     return digest.hexdigest()[:16]

@@ -29,7 +29,7 @@ def cmd_explain(args) -> int:
     """One run's resolved training settings and hyperparameters, each with the params.yaml
     key (or tuned file) it came from (ssmbench.precedence): `git config --show-origin`
     for a run."""
-    from ssmbench.config import Job, job_spec, suite_grid
+    from ssmbench.config import Job, job_spec, suite_grid, suites_of
     from ssmbench.params_file import read_params_and_files
     from ssmbench.precedence import format_origins
     from ssmbench.run_allocation import allocation
@@ -40,9 +40,15 @@ def cmd_explain(args) -> int:
     files = {k: str(folder / f) for k, f in read_params_and_files(args.params)[1].items()}
     job = Job(args.benchmark, args.dataset, args.model, args.fold)
     if job not in suite_grid(params):  # resolved all the same: what it would train with
+        others = suites_of(params, job)
+        where = (
+            f"the suites that run it: {', '.join(others)} (--suite NAME for its settings there)"
+            if others
+            else "no suite of params.yaml runs it"
+        )
         log(f"note: {args.benchmark}/{args.dataset}/{args.model}/fold{args.fold} is not a run "
             f"of suite {params['suite']} (not in its grid: `ssmbench grid`); shown as the "
-            f"suite would resolve it")  # fmt: skip
+            f"suite would resolve it; {where}")  # fmt: skip
     spec = job_spec(params, job)
     gets = allocation(params, spec)
     if args.format == "json":

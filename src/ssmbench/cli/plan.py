@@ -29,6 +29,12 @@ def add_parser(sub) -> None:
     p.add_argument("--table", help="another calibration table (default: the package's and "
                    "the project's, params.yaml paths.calibration)")  # fmt: skip
     p.add_argument(
+        "--resources", action="store_true",
+        help="print, instead of the bill, params.yaml's resources.train.models with the "
+        "runtime each (model, size class) of the suite needs, to review and apply "
+        "(`> resources.yaml`, then snakemake --configfile resources.yaml; docs/plan.md)",
+    )  # fmt: skip
+    p.add_argument(
         "--check", nargs="?", const="", default=None, metavar="DIR",
         help="also the estimate beside the measured train_seconds of existing records: the "
         "suite's (no DIR) or every record under DIR",
@@ -40,13 +46,28 @@ def cmd_plan(args) -> int:
     """The bill of a suite before anything is submitted (ssmbench.plan): runs, jobs,
     CPU- and GPU-hours per size class and model, the runs over their runtime; --check:
     the estimate beside the measured training time of existing records."""
-    from ssmbench.plan import estimate, estimate_error, format_bill, format_error
+    from ssmbench.config import ConfigError
+    from ssmbench.mmac_table import MMacTable
+    from ssmbench.plan import (
+        estimate,
+        estimate_error,
+        format_bill,
+        format_error,
+        nothing_estimated,
+    )
     from ssmbench.step_costs import StepCosts, tables
 
     params = load(args)
     costs = StepCosts.load(*([args.table] if args.table else tables(params)))
     bill = estimate(params, costs, cpu_machine=args.cpu_machine, gpu_machine=args.gpu_machine,
-                    epochs_from=args.epochs, mmac_cache=MMAC_CACHE)  # fmt: skip
+                    epochs_from=args.epochs, mmac=MMacTable(MMAC_CACHE))  # fmt: skip
+    if (problem := nothing_estimated(bill, params)) is not None:
+        raise ConfigError(problem)
+    if args.resources:
+        from ssmbench.plan_resources import resources_block
+
+        print(resources_block(bill, params), end="")
+        return 0
     print(format_bill(bill, params))
     if args.check is not None:
         records = _plan_check_records(params, args.check)
