@@ -48,6 +48,9 @@ __all__ = [
     "acquire",
     "hold_for_snakemake",
     "holder",
+    "holder_at",
+    "open_lock",
+    "try_lock",
     "release",
     "snakemake_takes_lock",
 ]
@@ -176,18 +179,18 @@ def lock_path(root: str | os.PathLike = ".") -> Path:
     return Path(root).resolve() / LOCK_FILE
 
 
-def _open(path: Path, write: bool = True) -> int:
+def open_lock(path: Path, write: bool = True) -> int:
     if path.is_symlink():
         raise ProjectLockError(
-            f"the project lock {path} is a symbolic link (to {os.readlink(path)}); remove "
+            f"the lock file {path} is a symbolic link (to {os.readlink(path)}); remove "
             "it: ssmbench makes the file itself, and writing through the link would "
             "overwrite the file it points to"
         )
     folder = path.parent
     if folder.exists() and not folder.is_dir():
         raise ProjectLockError(
-            f"{folder} is a file, not a folder: move it away; ssmbench keeps the project "
-            "lock and its caches in that folder"
+            f"{folder} is a file, not a folder: move it away; ssmbench keeps a lock file "
+            f"({path.name}) in that folder"
         )
     try:
         if not write:  # enough to look at the lock: a read-only checkout can be looked at
@@ -200,12 +203,12 @@ def _open(path: Path, write: bool = True) -> int:
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ProjectLockError(
-                f"the project lock {path} is a symbolic link; remove it: ssmbench makes "
+                f"the lock file {path} is a symbolic link; remove it: ssmbench makes "
                 "the file itself"
             ) from None
         raise ProjectLockError(
-            f"cannot open the project lock {path}: {exc.strerror}; the project folder must "
-            "be writable (`snakemake --nolock` runs without the lock)"
+            f"cannot open the lock file {path}: {exc.strerror}; its folder must be writable "
+            "(`snakemake --nolock` runs without the project lock)"
         ) from None
 
 
@@ -225,7 +228,7 @@ def _ancestors() -> set[int]:
     return found
 
 
-def _try_flock(fd: int, path: Path, operation: int) -> bool:
+def try_lock(fd: int, path: Path, operation: int) -> bool:
     import fcntl
 
     try:
@@ -251,9 +254,9 @@ def acquire(root: str | os.PathLike = ".", refused: str | None = None) -> Path:
     path = lock_path(root)
     if path in _HELD:
         return path
-    fd = _open(path)
+    fd = open_lock(path)
     deadline = time.monotonic() + _SETTLE_SECONDS
-    while not _try_flock(fd, path, fcntl.LOCK_EX):
+    while not try_lock(fd, path, fcntl.LOCK_EX):
         if time.monotonic() >= deadline:
             os.close(fd)
             found = holder(root)
@@ -288,17 +291,22 @@ def holder(root: str | os.PathLike = ".") -> Holder | None | str:
     """Who holds the project lock of `root`, without taking it: None when nobody does, the
     holder's description, or "unknown" when it is held but its description cannot be
     read (a holder that has just taken it writes its description a moment later)."""
-    import fcntl
-
     path = lock_path(root)
     if path in _HELD:
         return Holder.from_text(path.read_text()) or "unknown"
+    return holder_at(path)
+
+
+def holder_at(path: Path) -> Holder | None | str:
+    """Who holds the lock file ``path`` (`holder`'s answers), without taking it."""
+    import fcntl
+
     if not path.exists():
         return None
-    fd = _open(path, write=False)
+    fd = open_lock(path, write=False)
     try:
         # shared: two processes that only look never exclude each other
-        if _try_flock(fd, path, fcntl.LOCK_SH):
+        if try_lock(fd, path, fcntl.LOCK_SH):
             return None
         deadline = time.monotonic() + _SETTLE_SECONDS
         while True:

@@ -65,6 +65,8 @@ def _train(args, stop) -> int:
     if args.fast_malloc:  # before torch is imported: the re-executed process pays it once
         restart_with_malloc_env(["-m", "ssmbench.cli", *sys.argv[1:]])
     from ssmbench.config import Job, job_spec, source_changed
+    from ssmbench.project_lock import ProjectLockError
+    from ssmbench.run_lock import RunBusy, acquire_run
     from ssmbench.staleness import other_suites_record, record_state
     from ssmbench.train.checkpoint import checkpoint_path
     from ssmbench.train.progress import ProgressBar, progress_log
@@ -87,6 +89,15 @@ def _train(args, stop) -> int:
             f"{args.dataset} --model {args.model}`"
         )
     record = _record_path(args, params, job)
+    # The run's checkpoint (resume after a stop signal, a time limit or a hard kill) is
+    # paths.checkpoints/{benchmark}/{dataset}/{model}/fold{k}.pt: no rule passes it. Its
+    # run lock beside it: one trainer per run (ssmbench.run_lock).
+    checkpoint = inside(checkpoint_path(params["paths"]["checkpoints"], job), params, "checkpoints")
+    try:
+        acquire_run(checkpoint, f"{job.benchmark}/{job.dataset}/{job.model}/fold{job.fold}")
+    except (RunBusy, ProjectLockError) as exc:
+        log(f"ssmbench train: error: {exc}")
+        return 1
     changed = source_changed(params, args.benchmark, args.dataset)
     if changed:
         log(
@@ -110,9 +121,6 @@ def _train(args, stop) -> int:
         log(f"{datetime.now().astimezone().isoformat(timespec='seconds')} {record} is current: "
             "kept, not trained again")  # fmt: skip
         return 0
-    # The run's checkpoint (resume after SIGTERM/SIGUSR1, a time limit or a hard kill) is
-    # paths.checkpoints/{benchmark}/{dataset}/{model}/fold{k}.pt: no rule passes it.
-    checkpoint = inside(checkpoint_path(params["paths"]["checkpoints"], job), params, "checkpoints")
     # on a terminal, a progress bar (epoch, losses, time left); in a log, a line per epoch
     shown = progress_log(log, f"{job.model} {job.benchmark}/{job.dataset} fold {job.fold}")
     try:
