@@ -135,9 +135,12 @@ def test_a_subset_that_declares_itself_is_prepared_with_a_recorded_warning(tmp_p
     assert check["differences"] == [
         {"field": "n_train", "catalog": 40, "data": 9, "reason": f"declared subset: {what}"}
     ]
-    (warning,) = meta["warnings"]
+    warning, classes = meta["warnings"]
     assert "subset" in warning and "n_train 9 of the catalog's 40" in warning
     assert "not comparable" in warning
+    # the 9 rows are of one class: the other three are never learnt, and that is said too
+    assert "BasicMotions_TRAIN.ts: no row of class(es) " in classes
+    assert classes.endswith("(of 4): no model learns it. Kept as the file has it.")
 
 
 def test_a_subset_declared_in_train_does_not_excuse_the_test_file(tmp_path):

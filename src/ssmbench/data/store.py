@@ -128,6 +128,7 @@ class PreparedDataset:
             self._check_classes()
         self._test_cache: dict[int, np.ndarray] = {}
         self.padding_rows: np.ndarray | None = None  # rows with no observed value (M.npy)
+        self.step_warning: str | None = None  # of `steps`: time steps far out of the rest
 
     def _check_classes(self) -> None:
         """meta.json's ``n_classes`` against its ``classes`` and the labels of y.npy: every
@@ -365,6 +366,12 @@ class PreparedDataset:
         file and the row."""
         N, L = int(self.meta["N"]), int(self.meta["L"])
         if not (self.path / "T.npy").is_file():
+            if self.meta.get("irregular"):
+                raise DataError(
+                    f"{self.path / 'T.npy'}: missing, but meta.json says the data are "
+                    "irregular (irregular: true): unit steps would stand in for their "
+                    "timestamps. Run the prepare step again."
+                )
             return np.ones((N, L), dtype=np.float32), self.STEPS_UNIT
         T = np.asarray(self._load("T.npy"), dtype=np.float64)
         if T.shape != (N, L):
@@ -400,6 +407,7 @@ class PreparedDataset:
                 f"increasing over a row's observed steps; run the prepare step again (or fix "
                 f"the generator's time grid)."
             )
+        self.step_warning = _outlying_step(self.path / "T.npy", steps)
         return steps.astype(np.float32), self.STEPS_FROM_TIMESTAMPS
 
     def first_non_finite(
@@ -472,6 +480,31 @@ class PreparedDataset:
         """(first row, labels) of y.npy, ``chunk_bytes`` at a time, read with plain reads
         (not the memory map: its pages would stay in the process's resident set)."""
         return _row_chunks(self.path / "y.npy", chunk_bytes)
+
+
+#: a time step this many times the median positive step is said (`_outlying_step`)
+OUTLYING_STEP_RATIO = 1e6
+
+
+def _outlying_step(path: Path, steps: np.ndarray) -> str | None:
+    """What to say of time steps ``OUTLYING_STEP_RATIO`` or more times the median positive
+    step (None: there are none): a time-aware model's state decays through such a step
+    as through an eternity (exp(ΛΔ) is 0 in float32 well before it), which is rarely what
+    the data mean. A warning, not an error: the data may hold a real gap."""
+    positive = steps[steps > 0]
+    if not positive.size:
+        return None
+    median = float(np.median(positive))
+    far = np.argwhere(steps >= OUTLYING_STEP_RATIO * median)
+    if not far.size:
+        return None
+    row, step = (int(v) for v in far[0])
+    return (
+        f"{path}: {len(far)} time step(s) of {OUTLYING_STEP_RATIO:g} or more times the median "
+        f"step {median:.4g} (the first: row {row}, step {step}, Δ = {steps[row, step]:.4g}): "
+        "a time-aware model's state forgets everything across such a step. Kept as the data "
+        "has it; check the timestamps."
+    )
 
 
 def _some(rows: np.ndarray, shown: int = 10) -> str:

@@ -84,6 +84,25 @@ def _class_table(labels: list[str]) -> list[str]:
     return sorted(names)
 
 
+def _classes_missing(paths: dict, classes: list[str], y: np.ndarray, n_train: int) -> list[str]:
+    """A warning for each of the two files that has no row of some class (of the classes
+    either file has): a class absent from TRAIN is never learnt, one absent from TEST is
+    never scored, so the test accuracy is over the others. The data are kept as they
+    are."""
+    out = []
+    for split, rows, effect in (
+        ("TRAIN", y[:n_train], "no model learns it"),
+        ("TEST", y[n_train:], "the test accuracy is over the other classes"),
+    ):
+        absent = [c for i, c in enumerate(classes) if not (rows == i).any()]
+        if absent:
+            out.append(
+                f"{paths[split]}: no row of class(es) {', '.join(map(repr, absent))} "
+                f"(of {len(classes)}): {effect}. Kept as the file has it."
+            )
+    return out
+
+
 def _check_prepared_size(
     paths: dict[str, Path], parsed: dict[str, TsFile], shape: tuple, max_ratio: float | None
 ) -> dict:
@@ -225,6 +244,7 @@ def prepare_uea(
     y = np.array([index[label.casefold()] for label in labels], dtype=np.int64)
     read = {"n_train": n_train, "n_test": n_test, "C": C, "L": L, "classes": len(classes)}
     catalog_check, warnings = _check_catalog(name, paths, parsed, read)
+    warnings += _classes_missing(paths, classes, y, n_train)
     prepared_size = _check_prepared_size(paths, parsed, (N, C, L), max_prepared_ratio)
 
     # Per-channel statistics of the real (non-padding) TRAIN values, in float64.

@@ -213,6 +213,26 @@ def check_split(dataset, fold: int, train_idx, val_idx, val_fraction: float) -> 
         )
 
 
+def classes_without_test_rows(dataset, fold: int, test_idx) -> list[str]:
+    """A warning (one, or none) naming the classes of meta.json's ``n_classes`` that fold
+    ``fold``'s test rows do not have: its test accuracy is then over the other classes.
+    Kept as the data have it, and said in the log and the record (data_warnings)."""
+    n_classes = dataset.meta.get("n_classes")
+    if not isinstance(n_classes, int) or n_classes < 1 or len(test_idx) == 0:
+        return []
+    rows = np.sort(np.asarray(test_idx, dtype=np.int64))
+    present = set(np.unique(np.asarray(dataset.y[rows])).tolist())
+    names = dataset.meta.get("classes") or list(range(n_classes))
+    absent = [names[i] for i in range(n_classes) if i not in present]
+    if not absent:
+        return []
+    return [
+        f"{dataset.path}: fold {fold}'s {len(rows)} test rows have no row of class(es) "
+        f"{', '.join(map(repr, absent))} (of {n_classes}): its test accuracy is over the "
+        "other classes. Kept as the data has it."
+    ]
+
+
 def check_loss(
     value: float,
     stage: str,

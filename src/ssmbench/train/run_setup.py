@@ -22,7 +22,7 @@ from ssmbench.data.validation_split import validation_seed
 from ssmbench.models import model_inputs
 from ssmbench.reading_plan import BLOCKS, MEMORY, plan_reading
 from ssmbench.train.batch_order import BlockReader, BlockShuffledOrder, RowValues, batch_size_for
-from ssmbench.train.checks import check_inputs, check_split
+from ssmbench.train.checks import check_inputs, check_split, classes_without_test_rows
 from ssmbench.train.evaluation import evaluate
 from ssmbench.train.fold_split import split_fold
 from ssmbench.train.objective import Objective
@@ -246,6 +246,8 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
     else:
         test_sets = dataset.test_sets(fold)
     check_split(dataset, fold, train_idx, val_idx, settings["val_fraction"])
+    if objective.task == "classification" and len(test_idx):
+        spec["data_warnings"] += classes_without_test_rows(dataset, fold, test_idx)
     data = FoldData(dataset, objective, mask, train_idx, val_idx, test_idx, test_sets, method)
     # protocol.reading: X into memory once when it fits the budget, else block-shuffled
     # epochs read from disk (ssmbench.train.batch_order)
@@ -263,6 +265,8 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
         )
     if "steps" in model_inputs(model):  # a time-aware model: Δ from the timestamps
         data.inputs["steps"], data.steps_source = dataset.steps()
+        if dataset.step_warning:  # steps far out of the rest: kept, and said
+            spec["data_warnings"].append(dataset.step_warning)
     if "mask" in model_inputs(model):  # which values were observed
         data.inputs["mask"], data.mask_source = dataset.observed()
     if dataset.padding_warning():  # rows with no observed value (any model): kept, and said
