@@ -60,7 +60,7 @@ N_TRAIN, N_VAL, BATCH = 264, 57, 32
 #: MotorImagery's values: std ~17
 DATA_STD = 17.0
 DEFAULT_DATA = Path("/tmp/mi/data/prepared/uea6/MotorImagery")
-#: the goal (issue 32): Log-NCDE's epoch at most this many S5-logncde epochs
+#: the goal: Log-NCDE's epoch at most this many S5-logncde epochs
 GOAL = 4.0
 
 
