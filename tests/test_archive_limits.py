@@ -105,6 +105,50 @@ def test_a_repeated_member_name_is_refused(tmp_path):
     assert not (tmp_path / "out" / "final").exists()
 
 
+@pytest.mark.parametrize("second", ["x/./y", "x//y", "./x/y"])
+def test_two_members_that_extract_to_one_path_are_refused(tmp_path, second):
+    archive = _zip(tmp_path / "dup.zip", [("x/y", b"first"), (second, b"second")])
+    with pytest.raises(DataError) as err:
+        safe_extract(archive, tmp_path / "out")
+    assert str(err.value) == (
+        f"{archive}: member {second!r} appears twice in the archive (as 'x/y', the path it "
+        "extracts to); the archive is refused and nothing was extracted from it."
+    )
+    assert not (tmp_path / "out" / "x").exists()
+
+
+def test_a_full_disk_while_extracting_is_not_called_a_corrupt_archive(tmp_path, monkeypatch):
+    import builtins
+    import errno
+
+    archive = _zip(tmp_path / "ok.zip", [("a/train.pt", b"x" * 100)])
+    real_open = builtins.open
+
+    class Full:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def write(self, data):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fake_open(file, mode="r", *args, **kwargs):
+        handle = real_open(file, mode, *args, **kwargs)
+        return Full(handle) if str(file).endswith("train.pt") and "w" in mode else handle
+
+    monkeypatch.setattr(builtins, "open", fake_open)
+    with pytest.raises(OSError) as err:
+        safe_extract(archive, tmp_path / "out")
+    assert not isinstance(err.value, DataError) and err.value.errno == errno.ENOSPC
+    assert err.value.filename == str(tmp_path / "out" / "a" / "train.pt")
+    assert not (tmp_path / "out" / "a" / "train.pt").exists()
+
+
 @pytest.mark.parametrize(
     "members, named",
     [

@@ -427,3 +427,49 @@ def test_dataset_settings_a_source_rejects_are_named_when_params_load(params):
     assert "benchmarks.uea6.datasets: EigenWorms: EigenWorms: bad split settings" in message
     assert "leave a test split (train + validation < 1)" in message
     assert "uea_drop.datasets: EigenWorms: EigenWorms: a drop-rate dataset is " in message
+
+
+@pytest.mark.parametrize(
+    "key, value, resolved, what",
+    [
+        ("runs", "/", "/", "the filesystem root"),
+        ("checkpoints", "/proc", "/proc", "a system folder"),
+        ("logs", "/sys/kernel/../fs", "/sys/fs", "a system folder"),
+        ("results", "/dev", "/dev", "a system folder"),
+        ("tuned", "/usr", "/usr", "a system folder"),
+    ],
+)
+def test_a_root_that_is_the_filesystem_root_or_a_system_folder_is_refused(
+    params, key, value, resolved, what
+):
+    params["paths"][key] = value
+    with pytest.raises(ConfigError) as err:
+        check_params(params)
+    assert (
+        f"  paths.{key}: {value!r} resolves to {resolved}, {what}; commands write and replace "
+        "files under it. Name a folder of the project, or one of your own"
+    ) in str(err.value).splitlines()
+
+
+def test_a_scratch_tmpfs_or_a_folder_under_a_system_one_is_a_root(params):
+    params["paths"]["checkpoints"] = "/dev/shm/ssmbench-checkpoints"
+    params["paths"]["raw"] = "/usr/local/share/ssmbench-raw"
+    check_params(params)
+
+
+def test_check_names_a_root_that_cannot_be_made(tmp_path, monkeypatch, capsys):
+    from conftest import make_project
+
+    from ssmbench.cli import main
+
+    def edit(p):
+        p["paths"]["runs"] = "blocked/runs"
+
+    root = make_project(tmp_path / "proj", edit)
+    (root / "blocked").write_text("a file where the runs' folder goes\n")
+    monkeypatch.chdir(root)
+    assert main(["check"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"ssmbench check: error: params.yaml: paths.runs: 'blocked/runs': {root / 'blocked'} is "
+        "a file, where a folder of it should be; move the file aside or name another folder"
+    )

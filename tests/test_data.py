@@ -244,6 +244,16 @@ def test_a_header_that_contradicts_the_data_is_named_without_quoting_the_file(tm
     assert "root:x" not in str(err.value)
 
 
+def test_a_byte_order_mark_before_the_header_is_dropped(tmp_path):
+    """An editor that saves UTF-8 with a byte order mark: the file reads as without it."""
+    src = _bundled("BasicMotions") / "BasicMotions_TRAIN.ts"
+    p = tmp_path / src.name
+    p.write_bytes(b"\xef\xbb\xbf" + src.read_bytes())
+    with_mark, without = read_ts(p), read_ts(src)
+    assert with_mark.header == without.header and with_mark.labels == without.labels
+    assert all(np.array_equal(a, b) for a, b in zip(with_mark.series, without.series, strict=True))
+
+
 def test_nan_inside_a_series_is_an_error(tmp_path):
     p = tmp_path / "BasicMotions_TRAIN.ts"
     shutil.copyfile(_bundled("BasicMotions") / p.name, p)

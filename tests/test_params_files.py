@@ -132,6 +132,36 @@ def test_a_missing_study_file_is_named_with_the_file_that_names_it(tmp_path):
     )
 
 
+def test_a_study_file_that_is_a_folder_is_named_as_one(tmp_path):
+    path = _copy(tmp_path)
+    study = tmp_path / "params/tides.yaml"
+    study.unlink()
+    study.mkdir()
+    with pytest.raises(ConfigError) as info:
+        read_params(path)
+    assert str(info.value) == f"{study}: a folder, not a YAML file; name the file in it instead"
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        ("params.yaml", "'params.yaml' is {path} itself; a study file holds entries "
+         "params.yaml does not, so remove it from the list"),
+        ("params/tides.yaml", "'params/tides.yaml' is listed twice; list each study file once"),
+        ("./params/../params/tides.yaml", "'./params/../params/tides.yaml' is listed twice (as "
+         "'params/tides.yaml'); list each study file once"),
+    ],
+)  # fmt: skip
+def test_params_yaml_or_a_study_file_listed_twice_is_said(tmp_path, extra, message):
+    path = _copy(tmp_path)
+    params = yaml.safe_load(path.read_text())
+    params["studies"].append(extra)
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    with pytest.raises(ConfigError) as info:
+        read_params(path)
+    assert str(info.value) == f"{path}: studies: " + message.format(path=path)
+
+
 def test_one_file_holding_everything_reads_the_same():
     """The one mapping written back as a single params.yaml (no studies) is the same
     configuration: tests and users may keep one file."""

@@ -362,6 +362,15 @@ def test_a_fold_whose_test_rows_are_in_its_training_is_refused(tmp_path, folds):
     assert not (tmp_path / "direct" / CODE).exists()
 
 
+def test_a_fold_dict_listing_a_row_twice_says_so(tmp_path, folds):
+    twice = copy.deepcopy(folds)
+    fold = twice[FOLDER][3]
+    fold["valid"] = np.append(fold["valid"], fold["valid"][0])
+    row = int(fold["valid"][0])
+    with pytest.raises(DataError, match=rf", fold 3: row {row} is listed twice in valid; a "):
+        prepare_from_folds(CODE, twice[FOLDER], tmp_path / "direct", {})
+
+
 def test_fold_dicts_that_do_not_fit_are_refused(tmp_path, folds):
     fold = copy.deepcopy(folds[FOLDER][0])
     fold["TY"][5, 0] = 0.2  # a target time before the observed times

@@ -92,6 +92,13 @@ def test_a_fold_whose_test_rows_are_in_its_training_is_an_error(tmp_path):
     folder = _fold(tmp_path / "leak", arrays, splits=((0, 1, 2, 3, 4, 5, 6, 9), (7, 8), (9,)))
     with pytest.raises(DataError, match="row 9 is in both train.pt and test.pt"):
         read_fold(folder)
+    folder = _fold(tmp_path / "twice", arrays, splits=((0, 1, 2, 3, 4, 5, 6, 6), (7, 8), (9,)))
+    with pytest.raises(DataError) as err:
+        read_fold(folder)
+    assert str(err.value) == (
+        f"{folder / 'train.pt'}: row 6 is listed twice in it; a split names each of its rows "
+        "once. Fetch the fold files again"
+    )
     folder = _fold(tmp_path / "short", arrays, splits=((0, 1, 2), (7, 8), (9,)))
     with pytest.raises(DataError, match="cover 6 of the 10 rows"):
         read_fold(folder)

@@ -452,3 +452,81 @@ def test_a_log_ending_in_one_line_longer_than_the_tail_shows_its_end(params, tmp
     got = run_status(params, job, tmp_path)
     assert got.state == "incomplete" and got.detail.startswith("...xxx")
     assert got.detail.endswith("x tail")
+
+
+def test_a_binary_log_is_said_not_printed(params, tmp_path, monkeypatch, capsys):
+    """A log of bytes (a core dump, a wrong file) or of terminal escapes: the table shows a
+    safe line, never the bytes, which would reach the terminal as commands."""
+    binary, escapes = suite_grid(params)[:2]
+    log = train_log_path(tmp_path / "logs", binary)
+    log.parent.mkdir(parents=True)
+    log.write_bytes(bytes(range(256)) * 8)
+    write_log(params, escapes, tmp_path, "epoch 1\n\x1b]0;title\x07\x1b[2J\x1b[31mred\n")
+    got = run_status(params, binary, tmp_path)
+    assert (got.state, got.detail) == (
+        "incomplete",
+        f"(not text: {log} holds binary data; open it with a viewer of its kind)",
+    )
+    assert run_status(params, escapes, tmp_path).detail == "\\x1b]0;title\\x07\\x1b[2J\\x1b[31mred"
+    monkeypatch.chdir(tmp_path)
+    assert main(["--params", str(REPO / "params.yaml"), "status", "--suite", "tiny"]) == 0
+    out = capsys.readouterr().out
+    assert not [c for c in out if ord(c) < 0x20 and c != "\n"], out
+
+
+def test_a_file_where_the_records_folder_should_be_is_one_line(params, tmp_path, capsys):
+    job = suite_grid(params)[0]
+    (tmp_path / "results").mkdir()
+    for blocker in (tmp_path / "results/runs", tmp_path / "results/runs" / job.benchmark):
+        blocker.parent.mkdir(parents=True, exist_ok=True)
+        blocker.write_text("")
+        os.chdir(tmp_path)
+        try:
+            rc = main(["--params", str(REPO / "params.yaml"), "status", "--suite", "tiny"])
+        finally:
+            os.chdir(REPO)
+        err = capsys.readouterr().err
+        assert rc == 2 and "Traceback" not in err
+        assert err.strip() == (
+            f"ssmbench status: error: {blocker.relative_to(tmp_path)}: a file, where a folder "
+            "of the run records (paths.runs: results/runs) should be; move the file aside, "
+            "and status reads the records beneath that folder"
+        )
+        blocker.unlink()
+
+
+def test_a_run_whose_tuned_file_was_deleted_names_the_file(tmp_path, monkeypatch):
+    """Its record was made with the tuned settings; without the file its settings fall back
+    to params.yaml's, and status names the file, not the settings that changed for it."""
+    from ssmbench.data import fetch_uea, prepare_uea
+
+    def edit(p):
+        p["suites"]["tiny"].update(models=["MS4"], overrides={"max_epochs": 1}, tuning={})
+        p["tuning"]["searches"] = {
+            "MS4": {
+                "benchmarks": ["uea"], "fold": 0, "n_trials": 1, "n_startup_trials": 1,
+                "sampler_seed": 0, "settings": {"max_epochs": 1},
+                "space": {"lr": {"type": "float", "low": 1e-4, "high": 1e-2, "log": True}},
+            }
+        }  # fmt: skip
+        p["suite"] = "tiny"
+
+    root = make_project(tmp_path / "proj", edit)
+    fetch_uea("BasicMotions", root / "data/raw/uea", archive_dir=None, download=False)
+    prepare_uea("BasicMotions", root / "data/raw/uea", root / "data/prepared/uea")
+    monkeypatch.chdir(root)
+    assert main(["tune", "--benchmark", "uea", "--dataset", "BasicMotions", "--model", "MS4"]) == 0
+    params = load_params(root / "params.yaml")
+    job = Job("uea", "BasicMotions", "MS4", 0)
+    meta = json.loads(Path("data/prepared/uea/BasicMotions/meta.json").read_text())
+    write_record(params, job, root, dataset_sha256=meta["raw_files"])
+    assert run_status(params, job, root).state == "done"
+    tuned = Path("results/tuned/uea/BasicMotions/MS4.json")
+    tuned.unlink()
+    got = run_status(params, job, root)
+    assert (got.state, got.detail) == (
+        "stale",
+        f"its tuned file {tuned} is gone (the run's tuned settings come from it); restore "
+        "it, or run the search again: ssmbench tune --benchmark uea --dataset BasicMotions "
+        "--model MS4",
+    )

@@ -112,6 +112,21 @@ def test_a_negative_or_non_finite_step_names_the_file_and_row(tmp_path, bad):
     assert ("negative" if bad < 0 else "not finite") in str(err.value)
 
 
+@pytest.mark.parametrize("shape", [(N - 5, C, L), (N + 5, C, L), (N, C, L - 2), (N, L)])
+@pytest.mark.parametrize("reader", ["steps", "padding_warning", "observed"])
+def test_a_mask_of_another_shape_than_x_is_named_by_every_reader(tmp_path, shape, reader):
+    """M.npy is read for the steps and the padding warning as well as for the models that
+    take it: each reader names it before it reads a row, whichever comes first."""
+    folder = _folder(tmp_path, _irregular_times())
+    np.save(folder / "M.npy", np.ones(shape, dtype=bool))
+    with pytest.raises(DataError) as err:
+        getattr(PreparedDataset(folder), reader)()
+    assert str(err.value) == (
+        f"{folder / 'M.npy'}: shape {shape} dtype bool, expected bool (N, C, L) = "
+        f"{(N, C, L)}, X.npy's. Run the prepare step again."
+    )
+
+
 def test_a_time_aware_model_is_given_the_datasets_steps(tmp_path, step_echo):
     times = _irregular_times()
     folder = _folder(tmp_path, times)

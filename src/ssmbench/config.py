@@ -168,8 +168,10 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
     """Cross-references the schema cannot express. Raises ConfigError listing every problem."""
     from ssmbench.models import validate_model_params
     from ssmbench.models.imported import entry_problems
+    from ssmbench.path_roots import system_root_problems
 
     problems: list[str] = name_problems(params)
+    problems += system_root_problems(params)
     suites = params.get("suites", {})
     if params.get("suite") not in suites:
         problems.append(

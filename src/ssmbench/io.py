@@ -40,10 +40,34 @@ def atomic_write(
                 os.fsync(handle.fileno())
         os.chmod(tmp_path, 0o644)  # mkstemp makes 0600; results are meant to be shared
         os.replace(tmp_path, path)
+    except Exception as exc:
+        named = _named_write_error(exc, path, path.parent)
+        tmp_path.unlink(missing_ok=True)
+        if named is not exc:
+            raise named from exc
+        raise
     except BaseException:
         tmp_path.unlink(missing_ok=True)
         raise
     return path
+
+
+def _named_write_error(exc: Exception, target: Path, folder: Path) -> Exception:
+    """The error a failed write of ``target`` raises: an OSError that names no file is
+    given ``target``'s name; a failure that does not say why (numpy's short write, an
+    OSError without errno; torch's zip writer, a RuntimeError) whose file system has no
+    room left (`ssmbench.os_errors.no_room`, probed while the partial file still takes
+    its space) becomes that ENOSPC or EDQUOT, naming ``target``; anything else is
+    returned as it is."""
+    from ssmbench.os_errors import no_room
+
+    if isinstance(exc, OSError) and exc.errno is not None:
+        if exc.filename is None:
+            exc.filename = str(target)
+        return exc
+    if isinstance(exc, OSError | RuntimeError) and (full := no_room(folder)) is not None:
+        return OSError(full.errno, full.strerror, str(target))
+    return exc
 
 
 def atomic_write_text(path: str | os.PathLike, text: str, durable: bool = True) -> Path:
@@ -115,7 +139,13 @@ def atomic_folder(target: str | os.PathLike) -> Iterator[Path]:
     tmp = target.with_name(f".{target.name}.tmp-{uuid.uuid4().hex}")
     tmp.mkdir()  # default permissions (mkdtemp's 0700 would stick to the result)
     try:
-        yield tmp
+        try:
+            yield tmp
+        except Exception as exc:
+            named = _named_write_error(exc, target, tmp)
+            if named is not exc:
+                raise named from exc
+            raise
         swap_into_place(tmp, target)
     finally:
         if tmp.exists():

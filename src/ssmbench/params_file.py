@@ -1,6 +1,7 @@
 """params.yaml as files: `read_params` reads params.yaml and the study files it names
 (``studies``) into one mapping (a YAML syntax error, a key given twice in one mapping, an
-empty file or one that is not a mapping, an entry named in two files: each named with its
+empty file or one that is not a mapping, a folder where a file is named, params.yaml or a
+study file listed twice in ``studies``, an entry named in two files: each named with its
 file and line) and `validate_schema` checks its shape, the type and range of every value
 against the JSON Schema (workflow/schemas/params.schema.yaml). ``ssmbench.config`` checks
 the rest and builds the suite grid on them; both raise `ConfigError`.
@@ -55,6 +56,7 @@ def read_params_and_files(path: str | Path = "params.yaml") -> tuple[dict, dict[
     studies = params.pop("studies", None) or []
     if not isinstance(studies, list) or not all(isinstance(f, str) for f in studies):
         raise ConfigError(f"{path}: studies: expected a list of file names, got {studies!r}")
+    _refuse_repeated_studies(path, studies)
     files: dict[str, str] = {}
     for name in studies:
         study = _read_mapping(
@@ -95,6 +97,26 @@ def read_params_and_files(path: str | Path = "params.yaml") -> tuple[dict, dict[
     _expand_all_datasets(params, path)
     _expand_variants(params, files, path)
     return params, files
+
+
+def _refuse_repeated_studies(path: Path, studies: list[str]) -> None:
+    """params.yaml among its own study files, or one study file named twice (under one
+    name or two that resolve to one file): each would give every entry twice."""
+    own = path.resolve()
+    seen: dict[Path, str] = {}
+    for name in studies:
+        resolved = (path.parent / name).resolve()
+        if resolved == own:
+            raise ConfigError(
+                f"{path}: studies: {name!r} is {path} itself; a study file holds entries "
+                "params.yaml does not, so remove it from the list"
+            )
+        if resolved in seen:
+            same = "" if seen[resolved] == name else f" (as {seen[resolved]!r})"
+            raise ConfigError(
+                f"{path}: studies: {name!r} is listed twice{same}; list each study file once"
+            )
+        seen[resolved] = name
 
 
 #: the per-dataset places of a model entry, merged per dataset when a variant derives
@@ -208,9 +230,15 @@ def _read_mapping(path: Path, missing: str, expected: str) -> dict:
     """One YAML file's top-level mapping (syntax, duplicate keys, emptiness checked);
     `missing` and `expected` word the errors of a missing file and of one that holds no
     mapping."""
+    if path.is_dir():
+        raise ConfigError(f"{path}: a folder, not a YAML file; name the file in it instead")
     if not path.is_file():
         raise ConfigError(f"{path}: {missing}")
-    text = path.read_text()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else f"not UTF-8 text ({exc.reason})"
+        raise ConfigError(f"{path}: cannot be read: {why}") from exc
     try:
         node, params = _load_checked(text, path, FAST_SAFE_LOADER)
     except yaml.YAMLError:

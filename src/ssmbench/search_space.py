@@ -322,8 +322,13 @@ def check_journal(path: Path) -> None:
     """A search's Optuna journal (one JSON entry a line) that a search can resume from:
     every finished line parses (an unfinished last line, a write cut short, is moved aside
     when the search opens: ``train.tune.mend_unfinished_entry``). Raises SearchError naming
-    the file, the line and how to start again."""
+    the file, the line and how to start again; and one naming a folder where the journal
+    should be, or a file where one of its folders should be."""
+    from ssmbench.os_errors import write_target_problem
+
     path = Path(path)
+    if (problem := write_target_problem(path, "the search's Optuna journal")) is not None:
+        raise SearchError(problem)
     if not path.is_file():
         return
     with open(path, "rb") as f:

@@ -21,8 +21,10 @@ run's whole output there, and a new attempt starts it afresh):
 ``stale``
     The record exists but is not current: made with other settings (model
     hyperparameters, protocol, suite overrides) or other training code: the workflow
-    reruns it. A record that cannot be read is stale too. (A stale or edited record whose
-    log is newer and reports an error is ``failed``: its rerun failed.)
+    reruns it. A record that cannot be read is stale too. A tuned run whose tuned file is
+    gone says so (its settings fall back to params.yaml's, which is not what changed).
+    (A stale or edited record whose log is newer and reports an error is ``failed``: its
+    rerun failed.)
 ``failed``
     No current record, and the log reports an error (`last_error_line`): a Python
     traceback (the error line is the exception line that ends it, e.g.
@@ -46,7 +48,10 @@ A run that is not done also shows whether it has a checkpoint to resume from
 checked).
 
 Nothing but the records (small JSON files) and the tails of the logs is read: no dataset
-file is opened, so it takes seconds on the paper's grid of thousands of runs.
+file is opened, so it takes seconds on the paper's grid of thousands of runs. A log line
+is shown with its control characters escaped, and a log of binary data as a note that it
+is one: a terminal would obey their bytes. A file where a folder of the records should be
+is an error naming it.
 """
 
 from __future__ import annotations
@@ -134,12 +139,35 @@ def _tail_lines(path: Path) -> list[str]:
         size = handle.tell()
         handle.seek(max(0, size - LOG_TAIL_BYTES))
         data = handle.read()
-    lines = data.decode("utf-8", errors="replace").splitlines()
+    text = data.decode("utf-8", errors="replace")
+    if _binary(data, text):
+        return [f"(not text: {path} holds binary data; open it with a viewer of its kind)"]
+    lines = [_printable(line) for line in text.splitlines()]
     if size > LOG_TAIL_BYTES and len(lines) > 1:
         lines = lines[1:]  # the first line of the window may be cut
     elif size > LOG_TAIL_BYTES and lines:
         lines = ["..." + lines[0]]  # one line longer than the window: its end, marked cut
     return lines
+
+
+#: a log tail is binary when more than this share of its characters are not UTF-8 text
+BINARY_SHARE = 0.1
+
+
+def _binary(data: bytes, text: str) -> bool:
+    """Whether a log's tail is binary data rather than text: a NUL byte, or more than
+    BINARY_SHARE of it not UTF-8."""
+    return b"\0" in data or text.count("\ufffd") > BINARY_SHARE * max(1, len(text))
+
+
+#: control characters (but tab) as the escapes a terminal shows as text, not obeys
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c != 0x09}
+
+
+def _printable(line: str) -> str:
+    """``line`` with its control characters escaped (``\\x1b``): a log's escape sequences
+    would move, colour or retitle the terminal `ssmbench status` prints them to."""
+    return line.translate(_CONTROLS)
 
 
 def _unreadable(path: Path, exc: OSError) -> str:
@@ -234,8 +262,18 @@ def run_status(
         record_mtime = record.stat().st_mtime
     except FileNotFoundError:
         record_mtime = None
+    except NotADirectoryError:
+        from ssmbench.os_errors import blocking_file
+        from ssmbench.report.errors import RecordError
+
+        raise RecordError(
+            f"{blocking_file(record)}: a file, where a folder of the run records "
+            f"(paths.runs: {params['paths']['runs']}) should be; move the file aside, and "
+            "status reads the records beneath that folder"
+        ) from None
     if record_mtime is not None:
-        state = record_state(record, job_spec(params, job), root)
+        spec = job_spec(params, job)
+        state = record_state(record, spec, root)
         sources = {} if sources is None else sources
         key = (job.benchmark, job.dataset)
         if key not in sources:
@@ -256,6 +294,9 @@ def run_status(
             return status("failed", rerun_failed)
         if state.edited:
             return status("edited", edited_detail(state.edited))
+        tuned = spec.get("tuned") or {}
+        if tuned.get("missing"):  # its settings fell back to params.yaml's: say why
+            return status("stale", tuned_missing_detail(tuned["file"], job))
         return status("stale", state.why)
     data_error = data_log_error(root / params["paths"]["logs"], job)
     try:
@@ -270,6 +311,16 @@ def run_status(
     if error is not None:
         return status("failed", error)
     return status("incomplete", _last_line(log))
+
+
+def tuned_missing_detail(tuned_file: str, job: Job) -> str:
+    """What a ``stale`` run whose tuned file is gone shows: the file, not the settings
+    that changed because it is gone."""
+    return (
+        f"its tuned file {tuned_file} is gone (the run's tuned settings come from it); "
+        f"restore it, or run the search again: ssmbench tune --benchmark {job.benchmark} "
+        f"--dataset {job.dataset} --model {job.model}"
+    )
 
 
 def edited_detail(problems: tuple[str, ...]) -> str:

@@ -23,7 +23,9 @@ each given before the command or after it (`ssmbench --suite S check` or `ssmben
 --suite S`; two different values are refused); `datasets` prints the dataset catalog,
 `check-model` runs the model contract on a class and `locked` runs a command under the
 project lock. Each command's --help ends with an example.
-Errors in the inputs exit with status 2 and one message naming what is wrong.
+Errors in the inputs exit with status 2 and one message naming what is wrong; a file
+operation the machine refuses (a full disk, a read-only folder, a folder where a file
+should be: ssmbench.os_errors) exits with status 1 and one line naming the file.
 --benchmark, --dataset, --model and --suite are names, never paths (ssmbench.data.names),
 and must be entries of params.yaml; `train --record` may only name the run's own record
 under paths.runs; nothing is read or written before they are checked, and no command
@@ -139,6 +141,15 @@ def _main(argv: list[str] | None) -> int:
         # and nothing more for Python to flush into the closed pipe at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as exc:
+        # A full disk, a read-only or forbidden folder, a folder where a file should be:
+        # the machine's state, not a bug. One line naming the file and what to do.
+        from ssmbench.os_errors import is_refusal, one_line
+
+        if not is_refusal(exc):
+            raise
+        log(f"ssmbench {args.command}: error: {one_line(exc)}")
+        return 1
     except Exception as exc:
         # A run that diverged (non-finite loss) is neither bad input nor a bug: one line,
         # exit 1. Only a run that imported the checks can raise it, so torch is not loaded

@@ -37,6 +37,11 @@ def cmd_check(args) -> int:
     from ssmbench.series_lengths import check_model_lengths
 
     params = load(args)
+    from ssmbench.config import ConfigError
+    from ssmbench.path_roots import unwritable_problems
+
+    if problems := unwritable_problems(params):
+        raise ConfigError(f"{args.params}: " + "; ".join(problems))
     if getattr(args, "add_to_dvc", False):
         from ssmbench.dvc_params import add_missing_lines
 

@@ -41,7 +41,8 @@ def cmd_tune(args) -> int:
 
 def _tune(args, stop) -> int:
     from ssmbench.config import TRAINING_KEYS, ConfigError, Job, tuned_path, untuned_spec
-    from ssmbench.search_space import check_journal, search_of, tuned_is_current
+    from ssmbench.os_errors import write_target_problem
+    from ssmbench.search_space import SearchError, check_journal, search_of, tuned_is_current
     from ssmbench.train.tune import run_search
 
     params = load(args)
@@ -55,6 +56,8 @@ def _tune(args, stop) -> int:
     job = Job(args.benchmark, args.dataset, args.model, int(search["fold"]))
     base = untuned_spec(params, job)
     tuned = inside(tuned_path(params, job), params, "tuned")
+    if (problem := write_target_problem(tuned, "the tuned file")) is not None:
+        raise SearchError(problem)  # found now, not after the whole search
     if not args.force and tuned_is_current(tuned, search, base):
         log(f"{tuned} is current (same search and run): kept, not tuned again")
         return 0
@@ -64,11 +67,27 @@ def _tune(args, stop) -> int:
         params, "tuning",
     )  # fmt: skip
     check_journal(journal)
-    result = run_search(
-        base, search, training_keys=TRAINING_KEYS, storage=tuning["storage"],
-        journal_path=journal, tuned_path=tuned, stale_after_s=float(tuning["stale_after_s"]),
-        threads=args.threads, log=log, stop=stop,
-    )  # fmt: skip
+    try:
+        result = run_search(
+            base, search, training_keys=TRAINING_KEYS, storage=tuning["storage"],
+            journal_path=journal, tuned_path=tuned, stale_after_s=float(tuning["stale_after_s"]),
+            threads=args.threads, log=log, stop=stop,
+        )  # fmt: skip
+    except OSError as exc:
+        if exc.filename is None and _in_journal_backend(exc):
+            exc.filename = str(journal)  # Optuna's journal writes name no file
+        raise
     log(f"tuned {args.benchmark}/{args.dataset}/{args.model}: {result['metric']} "
         f"{result['best_value']:.6g} after {result['n_complete']} complete trials")  # fmt: skip
     return 0
+
+
+def _in_journal_backend(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised inside Optuna's journal file backend (its appends to the
+    journal, its lock beside it)."""
+    import traceback
+
+    return any(
+        Path(frame.f_code.co_filename).parts[-3:-1] == ("storages", "journal")
+        for frame, _ in traceback.walk_tb(exc.__traceback__)
+    )

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import http.client
 import os
+import posixpath
 import shutil
 import stat
 import urllib.error
@@ -50,6 +51,7 @@ from ssmbench.data.checksums import CHUNK, file_digests
 from ssmbench.data.errors import DataError
 from ssmbench.data.provenance import PROVENANCE
 from ssmbench.io import swap_into_place
+from ssmbench.os_errors import is_refusal
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 #: caps of :func:`safe_extract`: the Physiome-ODE archive (Zenodo 11492058 final.zip, about
@@ -218,11 +220,12 @@ def _refused(archive: Path, member: str, why: str) -> DataError:
 
 def _check_names(archive: Path, members: list[zipfile.ZipInfo]) -> None:
     """Refuse a repeated member name, and a file whose name is also a folder of another
-    member (``a`` and ``a/b``): either would overwrite or fail halfway through."""
+    member (``a`` and ``a/b``): either would overwrite or fail halfway through. Names are
+    compared as the paths they extract to (``x/./y``, ``x//y`` and ``x/y`` are one)."""
     files: set[str] = set()
     folders: set[str] = set()
     for info in members:
-        name = info.filename.rstrip("/")
+        name = posixpath.normpath(info.filename.rstrip("/"))
         parts = PurePosixPath(name).parts
         if info.is_dir():
             if name in files:
@@ -230,7 +233,8 @@ def _check_names(archive: Path, members: list[zipfile.ZipInfo]) -> None:
             folders.add(name)
         else:
             if name in files:
-                raise _refused(archive, info.filename, "appears twice in the archive")
+                twice = "" if name == info.filename else f" (as {name!r}, the path it extracts to)"
+                raise _refused(archive, info.filename, f"appears twice in the archive{twice}")
             if name in folders:
                 raise _refused(archive, info.filename, "is a file and a folder of other members")
             files.add(name)
@@ -332,6 +336,10 @@ def safe_extract(
                 # a damaged member (a broken deflate stream: zlib.error): nothing this
                 # call extracted is left behind, the partial member included
                 _remove_written(target, [*out, info.filename])
+                if is_refusal(e):  # the target folder's fault (a full disk), not the archive's
+                    if e.filename is None:
+                        e.filename = str(dest)
+                    raise
                 raise DataError(
                     f"{archive}: member {info.filename!r} is corrupt ({e}); nothing was "
                     "extracted; fetch the archive again."

@@ -307,11 +307,7 @@ class PreparedDataset:
         if not (self.path / "M.npy").is_file():
             return np.ones((N, C, L), dtype=bool), self.OBSERVED_ALL
         mask = self._load("M.npy")
-        if mask.shape != (N, C, L) or mask.dtype != np.bool_:
-            raise DataError(
-                f"{self.path / 'M.npy'}: shape {mask.shape} dtype {mask.dtype}, expected "
-                f"bool (N, C, L) = {(N, C, L)}. Run the prepare step again."
-            )
+        self._check_mask(mask.shape, mask.dtype)
         self._find_padding_rows(self._observed_steps())
         return mask, self.OBSERVED_FROM_MASK
 
@@ -346,11 +342,23 @@ class PreparedDataset:
         (``M.npy``, read a chunk of rows at a time); None without ``M.npy``."""
         if not (self.path / "M.npy").is_file():
             return None
+        shape, _, dtype, _ = read_npy_header(self.path / "M.npy")
+        self._check_mask(shape, dtype)
         N, L = int(self.meta["N"]), int(self.meta["L"])
         out = np.empty((N, L), dtype=bool)
         for start, part in _row_chunks(self.path / "M.npy", SCAN_CHUNK_BYTES):
             out[start : start + len(part)] = part.any(axis=1)
         return out
+
+    def _check_mask(self, shape: tuple, dtype: np.dtype) -> None:
+        """``M.npy``'s shape and dtype (from its header) against meta.json's (N, C, L):
+        checked before any of it is read, whichever reader comes first."""
+        N, C, L = (int(self.meta[k]) for k in ("N", "C", "L"))
+        if tuple(shape) != (N, C, L) or dtype != np.bool_:
+            raise DataError(
+                f"{self.path / 'M.npy'}: shape {tuple(shape)} dtype {dtype}, expected bool "
+                f"(N, C, L) = {(N, C, L)}, X.npy's. Run the prepare step again."
+            )
 
     #: Where ``steps`` came from: the timestamps, or unit steps for regular data.
     STEPS_FROM_TIMESTAMPS = "T.npy"

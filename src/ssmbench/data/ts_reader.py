@@ -38,7 +38,7 @@ def read_ts(path: str | os.PathLike) -> TsFile:
     labels and reports errors without the line; this one keeps the labels' case and
     raises :class:`DataError` naming the file and line for any malformed or truncated
     content. Trailing NaNs of a series are kept as NaN (padding); any other NaN or an
-    infinite value raises.
+    infinite value raises. A UTF-8 byte order mark before the header is dropped.
     """
     path = Path(path)
     header: dict[str, str] = {}
@@ -53,7 +53,8 @@ def read_ts(path: str | os.PathLike) -> TsFile:
     hint = "The file looks truncated or malformed; fetch it again."
 
     try:
-        f = open(path, encoding="utf-8", errors="replace")
+        # utf-8-sig: a byte order mark before the header (an editor that adds one) is dropped
+        f = open(path, encoding="utf-8-sig", errors="replace")
     except OSError as e:
         raise DataError(f"{path}: cannot open it ({e}). Run the fetch step first.") from e
     with f:

@@ -133,6 +133,11 @@ def read_fold(folder: str | os.PathLike) -> dict:
     seen: dict[int, str] = {}
     for split in SPLITS:
         for i in parts[split]["indices"].tolist():
+            if seen.get(i) == split:
+                raise DataError(
+                    f"{folder / f'{split}.pt'}: row {i} is listed twice in it; a split names "
+                    "each of its rows once. Fetch the fold files again"
+                )
             if i in seen:
                 raise DataError(
                     f"{folder}: row {i} is in both {seen[i]}.pt and {split}.pt; a fold's test "

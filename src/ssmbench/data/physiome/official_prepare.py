@@ -150,6 +150,11 @@ def _check_fold(fold: dict, where: str) -> tuple[np.ndarray, ...]:
         if rows.min() < 0 or rows.max() >= n:
             raise DataError(f"{where}: {split} indices outside the fold's {n} rows")
         for i in rows.tolist():
+            if seen[i] == s:
+                raise DataError(
+                    f"{where}: row {i} is listed twice in {split}; a split names each of its "
+                    "rows once"
+                )
             if seen[i] >= 0:
                 raise DataError(
                     f"{where}: row {i} is in both {FOLD_SPLITS[seen[i]]} and {split}; a fold's "
