@@ -15,6 +15,7 @@ all`` is that benchmark's ``datasets`` list.
 from __future__ import annotations
 
 import functools
+import re
 from pathlib import Path
 
 import yaml
@@ -207,6 +208,34 @@ def named_suite(path: str | Path = "params.yaml") -> str | None:
     )
     suite = params.get("suite")
     return suite if isinstance(suite, str) else None
+
+
+#: params.yaml's top-level ``suite:`` line: its value, then any comment
+_SUITE_LINE = re.compile(r"^suite:[ \t]*(?P<value>[^\s#]*)(?P<rest>[ \t]*(?:#.*)?)$", re.MULTILINE)
+
+
+def set_named_suite(path: str | Path, suite: str) -> str | None:
+    """Name ``suite`` in params.yaml's top-level ``suite:`` line, in place (the rest of
+    the file, its comments included, as it was; written atomically); returns the suite it
+    named before. What ``dvc exp run -S suite=X`` edits, without DVC's experiment
+    machinery, so that ``dvc repro`` then runs X. Raises ConfigError when the file has no
+    such line, or more than one."""
+    from ssmbench.io import atomic_write_text
+
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    lines = list(_SUITE_LINE.finditer(text))
+    if len(lines) != 1:
+        raise ConfigError(
+            f"{path}: {'no' if not lines else len(lines)} top-level `suite:` line"
+            f"{'s' if lines else ''}; it must have one (`suite: {suite}`), which this "
+            "command edits"
+        )
+    line = lines[0]
+    before = line["value"].strip("'\"") or None
+    edited = text[: line.start()] + f"suite: {suite}{line['rest']}" + text[line.end() :]
+    atomic_write_text(path, edited)
+    return before
 
 
 def _expand_all_datasets(params: dict, path: Path) -> None:
