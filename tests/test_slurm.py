@@ -21,7 +21,7 @@ import pytest
 import yaml
 from conftest import REPO, make_project, tool_env
 
-from ssmbench.train.provenance import with_provenance
+from ssmbench.train.provenance import is_provenance_file, with_provenance
 
 pytestmark = pytest.mark.integration
 
@@ -171,7 +171,8 @@ def test_tiny_suite_runs_through_slurm(tmp_path, slurm):
     submitted = dict(_submitted(output))
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
 
-    records = sorted((project / "results" / "runs").rglob("fold*.json"))
+    runs = project / "results" / "runs"
+    records = sorted(p for p in runs.rglob("fold*.json") if not is_provenance_file(p))
     assert [p.relative_to(project / "results" / "runs").as_posix() for p in records] == [
         "uea/BasicMotions/MS4/fold0.json",
         "uea/BasicMotions/MS4N/fold0.json",

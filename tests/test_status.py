@@ -352,7 +352,9 @@ def test_crashing_jobs_do_not_stop_the_others_and_status_names_them(tmp_path):
         )
     assert sorted(p.relative_to(runs).as_posix() for p in runs.rglob("*.json")) == [
         "BasicMotions/MS4/fold0.json",
+        "BasicMotions/MS4/fold0.provenance.json",
         "BasicMotions/MS4N/fold0.json",
+        "BasicMotions/MS4N/fold0.provenance.json",
     ]
     logs = project / "logs" / "train" / "uea"
     corrupt_log = (logs / "JapaneseVowels" / "MS4N" / "fold0.log").read_text()
