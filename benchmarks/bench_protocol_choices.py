@@ -31,6 +31,7 @@ import numpy as np
 
 from ssmbench.config import Job, job_spec, load_params
 from ssmbench.report.reference import load_published_errors
+from ssmbench.train.provenance import with_provenance
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = "uea10"
@@ -225,7 +226,12 @@ def main(argv=None) -> int:
                   f"{seconds[key]:.1f}s", flush=True)  # fmt: skip
     print(f"trained {len(todo)} runs in {time.perf_counter() - started:.0f}s wall", flush=True)
 
-    records = {k: json.loads((out / "runs" / f"{k}.json").read_text()) for k in set(plan.values())}
+    # each record with its provenance file's train_seconds (ssmbench.train.provenance)
+    records = {
+        k: with_provenance(path, json.loads(path.read_text()))
+        for k in set(plan.values())
+        for path in [out / "runs" / f"{k}.json"]
+    }
     # The key leaves the code digest out (a comment edit would retrain everything): say
     # when a stored run was trained by other code than this checkout's.
     other = sum(records[k]["code_digest"] != specs[k]["code"] for k in records)

@@ -24,6 +24,7 @@ from ssmbench.params_file import read_params
 from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.checkpoint import TrainingInterrupted
 from ssmbench.train.protocol import run_job
+from ssmbench.train.provenance import with_provenance
 
 JOB = Job("uea", "BasicMotions", "MS4", 0)
 EPOCHS = 2
@@ -163,7 +164,8 @@ def _run(spec, state: dict | None, tmp_path: Path) -> tuple[list[str], dict, Pat
     torch.save(state, checkpoint)
     lines: list[str] = []
     run_job(spec, record, log=lines.append, checkpoint_path=checkpoint)
-    return lines, json.loads(record.read_text()), checkpoint
+    # the record with its provenance file (each resume: "resumed")
+    return lines, with_provenance(record, json.loads(record.read_text())), checkpoint
 
 
 def _same_result(got: dict, want: dict) -> None:

@@ -51,7 +51,6 @@ CONTRACT_META_KEYS = {
     "nan_policy",
     "normalisation",
     "prepared_with",
-    "created",
 }
 EXPECTED = {  # name: (N, C, L, n_train, n_classes, min_length)
     "BasicMotions": (80, 6, 100, 40, 4, 100),

@@ -19,6 +19,7 @@ from ssmbench.data.store import PreparedDataset
 from ssmbench.params_file import read_params
 from ssmbench.train.fold_split import split_indices
 from ssmbench.train.protocol import run_job
+from ssmbench.train.provenance import PROVENANCE_KEYS, RUN_FACT_KEYS, record_provenance
 
 
 @pytest.fixture(scope="module")
@@ -59,9 +60,19 @@ def test_same_seed_same_record_and_best_checkpoint_is_tested(basic_motions, tmp_
         curve["val_loss"].min()
     )
     assert first["test_error"] == pytest.approx(1 - first["test_accuracy"])
+    # A rerun writes the same record and curve, byte for byte (DVC hashes them): where,
+    # when and how long each ran is in its provenance file beside them.
+    for name in ("fold0.json", "fold0.curve.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
     on_disk = json.loads((tmp_path / "a" / "fold0.json").read_text())
-    assert on_disk["git_commit"] is None or len(on_disk["git_commit"]) == 40
-    assert on_disk["versions"]["torch"].startswith("2.13")
+    assert not {*PROVENANCE_KEYS, *RUN_FACT_KEYS} & set(on_disk)
+    facts = json.loads((tmp_path / "a" / "fold0.provenance.json").read_text())
+    assert facts["record_sha256"] == on_disk["content_sha256"]
+    assert facts["git_commit"] is None or len(facts["git_commit"]) == 40
+    assert facts["versions"]["torch"].startswith("2.13")
+    assert facts["train_seconds"] > 0 and len(facts["epoch_seconds"]) == 3
+    known = record_provenance(tmp_path / "a" / "fold0.json", on_disk)
+    assert known["train_seconds"] == facts["train_seconds"] and "record_sha256" not in known
 
 
 def test_different_fold_is_a_different_seed(basic_motions, tmp_path):

@@ -21,6 +21,8 @@ import pytest
 import yaml
 from conftest import REPO, make_project, tool_env
 
+from ssmbench.train.provenance import is_provenance_file, with_provenance
+
 pytestmark = pytest.mark.integration
 
 TEST_CLUSTER = "ssmbench"  # ClusterName written by scripts/slurm/start.sh
@@ -169,14 +171,15 @@ def test_tiny_suite_runs_through_slurm(tmp_path, slurm):
     submitted = dict(_submitted(output))
     run_id = re.search(r"SLURM run ID: (\S+)", output).group(1)
 
-    records = sorted((project / "results" / "runs").rglob("fold*.json"))
+    runs = project / "results" / "runs"
+    records = sorted(p for p in runs.rglob("fold*.json") if not is_provenance_file(p))
     assert [p.relative_to(project / "results" / "runs").as_posix() for p in records] == [
         "uea/BasicMotions/MS4/fold0.json",
         "uea/BasicMotions/MS4N/fold0.json",
     ]
     train_jobs = set()
     for path in records:
-        record = json.loads(path.read_text())
+        record = with_provenance(path, json.loads(path.read_text()))
         assert record["epochs_run"] == 1 and 0.0 <= record["test_error"] <= 1.0
         assert record["slurm_job_id"] in submitted, (record["slurm_job_id"], submitted)
         train_jobs.add(record["slurm_job_id"])
@@ -259,7 +262,8 @@ def test_failing_run_in_a_group_loses_no_record(tmp_path, slurm):
     assert not (runs / "BasicMotions" / "MS4N" / "fold0.json").exists()
     bad_log = project / "logs" / "train" / "uea" / "BasicMotions" / "MS4N" / "fold0.log"
     assert "error" in bad_log.read_text() and "X.npy" in bad_log.read_text(), bad_log.read_text()
-    record = json.loads((runs / "JapaneseVowels" / "MS4N" / "fold0.json").read_text())
+    path = runs / "JapaneseVowels" / "MS4N" / "fold0.json"
+    record = with_provenance(path, json.loads(path.read_text()))
     assert record["slurm_job_id"] == first_job  # made by the first attempt, kept by the retry
     good_log = project / "logs" / "train" / "uea" / "JapaneseVowels" / "MS4N" / "fold0.log"
     assert "is current: kept, not trained again" in good_log.read_text()

@@ -28,6 +28,7 @@ from ssmbench.status import (
     suite_status,
     train_log_path,
 )
+from ssmbench.train.provenance import with_provenance
 
 TRACEBACK = """\
 [uea/BasicMotions/Broken/fold0] seed=0 device=cpu
@@ -341,9 +342,9 @@ def test_crashing_jobs_do_not_stop_the_others_and_status_names_them(tmp_path):
     done = [runs / "BasicMotions" / m / "fold0.json" for m in ("MS4N", "MS4")]
     for path in done:  # ...but ran everything else
         assert path.is_file(), out
-        record = json.loads(path.read_text())
+        record = with_provenance(path, json.loads(path.read_text()))
         assert record["epochs_run"] == 1
-        # provenance of a real run
+        # provenance of a real run (its provenance file)
         assert record["hostname"] and record["cpu"] and record["versions"]["torch"]
         assert record["slurm_job_id"] is None
         assert record["gpu"] == (
@@ -351,7 +352,9 @@ def test_crashing_jobs_do_not_stop_the_others_and_status_names_them(tmp_path):
         )
     assert sorted(p.relative_to(runs).as_posix() for p in runs.rglob("*.json")) == [
         "BasicMotions/MS4/fold0.json",
+        "BasicMotions/MS4/fold0.provenance.json",
         "BasicMotions/MS4N/fold0.json",
+        "BasicMotions/MS4N/fold0.provenance.json",
     ]
     logs = project / "logs" / "train" / "uea"
     corrupt_log = (logs / "JapaneseVowels" / "MS4N" / "fold0.log").read_text()

@@ -28,6 +28,7 @@ from ssmbench.train import checkpoint as ckpt
 from ssmbench.train.checkpoint import RESUME_EXIT_CODE, TrainingInterrupted
 from ssmbench.train.objective import Objective
 from ssmbench.train.protocol import run_job
+from ssmbench.train.provenance import record_provenance
 from ssmbench.train.run_setup import FoldData
 
 SLOW = 30.0  # seconds a slowed batch would take
@@ -137,7 +138,7 @@ def test_a_slow_batch_is_abandoned_and_the_resumed_run_is_exact(
     monkeypatch.undo()
     run_job(spec, record, log=quiet, checkpoint_path=checkpoint)
     assert_same_run(record, reference)
-    resumed = json.loads(record.read_text())["resumed"]
+    resumed = record_provenance(record, json.loads(record.read_text()))["resumed"]
     assert resumed == [
         {
             "epoch": state["epoch"],
@@ -145,7 +146,7 @@ def test_a_slow_batch_is_abandoned_and_the_resumed_run_is_exact(
             "checkpoint_sha256": state["content_sha256"],
         }
     ]
-    assert json.loads(reference.read_text())["resumed"] == []
+    assert record_provenance(reference, json.loads(reference.read_text()))["resumed"] == []
 
 
 def test_sigterm_during_a_slow_batch_exits_within_seconds(project, tmp_path):

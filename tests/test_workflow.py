@@ -17,6 +17,7 @@ import pytest
 from conftest import REPO, make_project, tool_env, write_params
 
 from ssmbench.params_file import read_params
+from ssmbench.train.provenance import is_provenance_file, record_provenance
 
 pytestmark = pytest.mark.integration
 
@@ -59,7 +60,8 @@ def test_snakemake_tiny_suite_end_to_end(tmp_path):
 
     run([snakemake, "--cores", "2"], project, env)
 
-    records = sorted((project / "results" / "runs").rglob("fold*.json"))
+    runs = project / "results" / "runs"
+    records = sorted(p for p in runs.rglob("fold*.json") if not is_provenance_file(p))
     # tiny: 2 datasets x 2 models x 1 fold
     assert len(records) == 4
     for path in records:
@@ -67,7 +69,8 @@ def test_snakemake_tiny_suite_end_to_end(tmp_path):
         assert record["epochs_run"] == 2 and 1 <= record["best_epoch"] <= 2
         assert 0.0 <= record["test_error"] <= 1.0
         assert record["params"] > 0 and record["mmac"] > 0
-        assert record["attempt"] == 1  # the attempt reaches the record
+        # the attempt reaches the run's provenance
+        assert record_provenance(path, record)["attempt"] == 1
         assert (path.parent / record["curve_file"]).is_file()
     metrics = pd.read_csv(project / "results" / "metrics.csv")
     assert len(metrics) == 4
@@ -152,7 +155,7 @@ def test_dvc_repro_reruns_only_report_after_plot_code_change(tmp_path):
     first = run(["dvc", "repro"], project, env)
     assert "Running stage 'train'" in first and "Running stage 'report'" in first
     record = project / "results" / "runs" / "uea" / "BasicMotions" / "MS4N" / "fold0.json"
-    created = json.loads(record.read_text())["created"]
+    created = record_provenance(record, json.loads(record.read_text()))["created"]
     run(git + ["add", "-A"], project, env)
     run(git + ["commit", "-qm", "first"], project, env)
 
@@ -162,7 +165,7 @@ def test_dvc_repro_reruns_only_report_after_plot_code_change(tmp_path):
     assert "Running stage 'report'" in second
     assert "Running stage 'train'" not in second and "Running stage 'data'" not in second
     # The finished record survived and was not recomputed.
-    assert json.loads(record.read_text())["created"] == created
+    assert record_provenance(record, json.loads(record.read_text()))["created"] == created
     assert (project / "figures" / "png" / "figure7.png").is_file()
     # dvc plots: the figures (a folder of PNGs) and the curves per run load, in one
     # revision and across two

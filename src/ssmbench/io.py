@@ -16,7 +16,6 @@ import shutil
 import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 
@@ -206,10 +205,9 @@ def index_text(rows: Iterable[int]) -> str:
 
 
 def prepared_stamp() -> dict:
-    """``meta.json``'s ``prepared_with`` (the package version) and ``created`` (UTC, s)."""
+    """``meta.json``'s ``prepared_with`` (the package version). No time stamp: DVC hashes
+    meta.json into dvc.lock, and preparing the same data again must leave it as it was
+    (when a folder was prepared is its files' time)."""
     from ssmbench import __version__
 
-    return {
-        "prepared_with": __version__,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
+    return {"prepared_with": __version__}

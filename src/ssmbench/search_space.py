@@ -60,6 +60,9 @@ DIRECTIONS = {"val_accuracy": "maximize", "val_loss": "minimize"}
 DEFAULT_STARTUP_TRIALS = 10
 #: The name of the tuned-parameters file's format (its ``format`` key).
 TUNED_FORMAT = "ssmbench-tuned-1"
+#: The suite's searches, one file in paths.tuned beside the tuned files (the workflow's
+#: ``tuned`` target writes it): ``{"suite": name, "tuned": [each tuned file, relative]}``.
+SEARCHES_INDEX = "searches.json"
 
 
 class SearchError(ValueError):

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ssmbench.io import atomic_write_text
+from ssmbench.train.provenance import with_provenance
 
 PACKAGE = Path(__file__).parent
 
@@ -511,8 +512,9 @@ def record_state(record_path: str | Path, spec: dict, root: str | Path = ".") ->
 
 
 def record_suite(record: dict) -> str | None:
-    """The suite that made a record: the ``--suite`` of the command line it records
-    (``argv``; the workflow passes it to every job), None where it names none."""
+    """The suite that made a record: the ``--suite`` of the command line of its
+    provenance (``argv``; the workflow passes it to every job), None where it names none.
+    ``record`` with its provenance (``ssmbench.train.provenance.with_provenance``)."""
     argv = record.get("argv")
     if isinstance(argv, list) and "--suite" in argv[:-1]:
         suite = argv[argv.index("--suite") + 1]
@@ -533,7 +535,7 @@ def other_suites_record(record_path: str | Path, spec: dict, suite: str) -> str 
         return None
     if not isinstance(record, dict):
         return None
-    made_by = record_suite(record)
+    made_by = record_suite(with_provenance(record_path, record))
     if made_by is None or made_by == suite:
         return None
     changed = settings_changes(record, spec)

@@ -28,7 +28,8 @@ from ssmbench.config import (
     unknown_name,
     untuned_spec,
 )
-from ssmbench.search_space import search_digest, search_of, tuned_is_current
+from ssmbench.io import atomic_write_json
+from ssmbench.search_space import SEARCHES_INDEX, search_digest, search_of, tuned_is_current
 from ssmbench.report.outputs import figure_captions, output_paths, report_dirs
 from ssmbench.resources import TrainResources
 from ssmbench.series_lengths import check_model_lengths

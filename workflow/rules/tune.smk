@@ -28,7 +28,20 @@ rule tune:
         "--model {wildcards.model} --threads ${{SLURM_CPUS_PER_TASK:-{threads}}} > {log} 2>&1"
 
 
+# The index of the suite's searches: each tuned file, relative to paths.tuned ([] for a
+# suite without searches). The folder is the DVC tune stage's out and the train stage's
+# dep, and DVC warns of an empty one at every stage: the index is in it whatever the suite.
 rule tuned:
-    """Target: every tuned file of the suite (the DVC `tune` stage runs this)."""
+    """Target: every tuned file of the suite (the DVC `tune` stage runs this), and their
+    index."""
     input:
         tuned_paths(),
+    output:
+        f"{PATHS['tuned']}/{SEARCHES_INDEX}",
+    params:
+        # params: a change of either writes the index again (Snakemake's params trigger)
+        suite=config["suite"],
+        tuned=sorted(Path(p).relative_to(PATHS["tuned"]).as_posix() for p in tuned_paths()),
+    localrule: True
+    run:
+        atomic_write_json(output[0], {"suite": params.suite, "tuned": list(params.tuned)})

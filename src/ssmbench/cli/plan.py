@@ -86,20 +86,22 @@ def cmd_plan(args) -> int:
 
 def _plan_check_records(params: dict, folder: str) -> list[dict]:
     """The records to check the estimate against: the suite's under paths.runs (``""``),
-    or every run record (``*.json`` with ``train_seconds``) under ``folder``. A file that
-    cannot be read as JSON is an error (ConfigError). A record whose fields the estimate
+    or every run record (``*.json`` with ``train_seconds``, its own or its provenance
+    file's: ``train.provenance.with_provenance``) under ``folder``. A file that cannot be
+    read as JSON is an error (ConfigError). A record whose fields the estimate
     reads are not what ``ssmbench train`` writes (``plan.record_problems``: a wrong type,
     a non-finite or out-of-range number, a missing name) is left out of the comparison
     with one warning line naming the file and its fields: the other records still give
     a comparison."""
     from ssmbench.config import ConfigError, suite_grid
     from ssmbench.plan import record_problems
+    from ssmbench.train.provenance import is_provenance_file, with_provenance
 
     if folder:
         root = Path(folder)
         if not root.is_dir():
             raise ConfigError(f"plan --check {folder}: not a folder")
-        paths = sorted(root.rglob("*.json"))
+        paths = sorted(p for p in root.rglob("*.json") if not is_provenance_file(p))
     else:
         paths = [job.record_path(params["paths"]["runs"]) for job in suite_grid(params)]
     records = []
@@ -110,6 +112,8 @@ def _plan_check_records(params: dict, folder: str) -> list[dict]:
             record = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise ConfigError(f"{path}: not a readable run record ({exc})") from None
+        if isinstance(record, dict):
+            record = with_provenance(path, record)
         if not isinstance(record, dict) or "train_seconds" not in record:
             continue
         problems = record_problems(record)

@@ -327,7 +327,6 @@ def prepare_drop_rate_variant(
             "L": int(smeta["L"]),
             "n_train": len(train_idx),
             "n_test": len(test_idx),
-            "created": smeta.get("created"),
             "prepared_with": smeta.get("prepared_with"),
         },
         "drop": {

@@ -43,7 +43,7 @@ from ssmbench.data.download import copy_file
 from ssmbench.data.errors import DataError
 from ssmbench.data.monster import N_FOLDS, check_name, folder_files, repo_id_of
 from ssmbench.data.npy_chunks import read_npy_header, row_chunks, scan_and_convert, write_npy
-from ssmbench.data.provenance import check_raw_files, fetch_record, utc_now
+from ssmbench.data.provenance import check_raw_files, fetch_record
 from ssmbench.io import atomic_folder
 
 NORMALISATION = {"kind": "none", "note": "MONSTER data are used as given (not normalised)"}
@@ -266,7 +266,6 @@ def prepare_monster(
             "catalog_check": catalog_check,
             "warnings": warnings,
             "prepared_with": __version__,
-            "created": utc_now(),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
     return target

@@ -185,7 +185,6 @@ def prepare_uea6_variant(
             "name": smeta.get("name"),
             "benchmark": smeta.get("benchmark"),
             "path": str(src.path.resolve()),
-            "created": smeta.get("created"),
             "prepared_with": smeta.get("prepared_with"),
         },
         **prepared_stamp(),

@@ -48,7 +48,7 @@ import numpy as np
 from ssmbench.data.catalog import compare_with_catalog, domain_of
 from ssmbench.data.checksums import sha256_file
 from ssmbench.data.errors import DataError
-from ssmbench.data.provenance import check_raw_files, fetch_record, utc_now
+from ssmbench.data.provenance import check_raw_files, fetch_record
 from ssmbench.data.ts_reader import TsFile, read_ts
 from ssmbench.data.uea import SPLITS, file_names
 from ssmbench.io import atomic_folder
@@ -300,7 +300,6 @@ def prepare_uea(
         "prepared_size": prepared_size,
         "warnings": warnings,
         "prepared_with": __version__,
-        "created": utc_now(),
     }
 
     out_dir.mkdir(parents=True, exist_ok=True)

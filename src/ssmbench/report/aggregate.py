@@ -91,7 +91,9 @@ RECORD_KEYS = (
     "tuned",
     "origins",
 )
-#: Record keys left out of metrics.csv: provenance (``train.provenance.PROVENANCE_KEYS``),
+#: Record keys left out of metrics.csv (a record written before provenance had a file of its
+#: own holds the provenance and wall-clock times itself): provenance
+#: (``train.provenance.PROVENANCE_KEYS``),
 #: where each setting came from (``origins``; the values are in ``protocol`` and
 #: ``model_params``), wall-clock times, the device the run used and how it ran there (the
 #: scan path its layers took, whether micro-batches were applied: both follow the device,

@@ -28,9 +28,6 @@ from .style import message_figure, save
 
 log = logging.getLogger(__name__)
 
-#: Left out of curves.csv: wall-clock time differs on every rerun (the run's own curve
-#: file keeps it).
-NOT_IN_CURVES_CSV = ("seconds",)
 _CURVE_NAME = re.compile(r"^fold(\d+)\.curve\.csv$")
 
 
@@ -41,7 +38,9 @@ def load_curves(runs_dir: str | os.PathLike, models: Sequence[str] | None = None
     """All ``fold{k}.curve.csv`` beside a finished record ``fold{k}.json`` that is that
     record's curve, as one frame with columns
     ``benchmark, dataset, model, fold, epoch, train_loss, train_accuracy, val_loss,
-    val_accuracy, seconds``; ``models`` keeps only those models.
+    val_accuracy`` (``train.record.CURVE_COLUMNS``: a curve written before each epoch's
+    seconds moved to the run's provenance file has a ``seconds`` column, which is left
+    out); ``models`` keeps only those models.
 
     A curve without its record (an unfinished run) is skipped. So is, with a warning, a
     curve its record does not vouch for (``ssmbench.staleness.curve_problem``: not the
@@ -273,11 +272,9 @@ def _no_curves(path_stem, datasets, paper_epochs, title) -> dict[str, Path]:
 
 
 def write_curves_csv(curves: pd.DataFrame, path: str | os.PathLike) -> Path:
-    """All curves in one long CSV (for ``dvc plots``) without ``NOT_IN_CURVES_CSV``,
-    atomically."""
-    table = curves.drop(columns=[c for c in NOT_IN_CURVES_CSV if c in curves.columns])
+    """All curves in one long CSV (for ``dvc plots``), atomically."""
     return atomic_write(
-        path, lambda p: table.to_csv(p, index=False, lineterminator="\n", encoding="utf-8")
+        path, lambda p: curves.to_csv(p, index=False, lineterminator="\n", encoding="utf-8")
     )
 
 

@@ -1,11 +1,18 @@
-"""Run records: provenance.
-
-A record exists only if its run finished: it is written last, atomically
-(`ssmbench.io.atomic_write_json`), so a killed job never leaves half a record.
+"""Run records: provenance, in a file of its own beside the record.
 
 `provenance()` says where and with what a run was made. Every probe is best effort: a
 value it cannot find is ``None`` (no git, no SLURM, no GPU), and no probe can raise, so a
 finished run never loses its record to its provenance.
+
+A record holds what the run computed, so that a rerun of the same code, data and
+settings on the same machine writes the same bytes (DVC hashes the records into
+dvc.lock). What differs from one such run to the next is in ``fold{k}.provenance.json``
+beside it (`provenance_path_of`, `provenance_text`): the keys below, the run's
+``RUN_FACT_KEYS`` (wall-clock seconds, resumes) and each epoch's seconds
+(``epoch_seconds``). It holds the sha256 of the record it belongs to
+(``record_sha256``); .dvcignore keeps it out of DVC's hashes. `record_provenance` reads it
+back for a record, and reads the same keys from a record that holds them itself (written
+before the file existed).
 
 Keys (docs/contracts.md):
 
@@ -33,6 +40,7 @@ Keys (docs/contracts.md):
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import socket
@@ -99,6 +107,17 @@ PROVENANCE_KEYS = (
     "argv",
     "created",
 )
+
+#: The keys of a run's results that go to its provenance file, not its record: they differ
+#: from one run of the same code, data and settings to the next (wall-clock seconds; the
+#: epochs and batches at which a stopped run was resumed, which change no result).
+RUN_FACT_KEYS = ("train_seconds", "test_seconds", "resumed")
+#: each epoch's wall-clock seconds (the curve's rows, in order)
+EPOCH_SECONDS_KEY = "epoch_seconds"
+#: the sha256 of the record's content (its ``content_sha256``) a provenance file belongs to
+RECORD_SHA256_KEY = "record_sha256"
+#: ``fold{k}.json`` -> ``fold{k}.provenance.json`` (.dvcignore names the pattern)
+PROVENANCE_SUFFIX = ".provenance.json"
 
 #: DVC's pipeline file and the lock file that ``dvc repro`` rewrites beside it.
 DVC_PIPELINE = "dvc.yaml"
@@ -299,3 +318,51 @@ def provenance() -> dict:
         "argv": sys.argv,
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
+
+
+def provenance_path_of(record_path: str | os.PathLike) -> Path:
+    """The provenance file beside a record: ``fold{k}.json`` -> ``fold{k}.provenance.json``."""
+    record_path = Path(record_path)
+    return record_path.with_name(record_path.stem + PROVENANCE_SUFFIX)
+
+
+def is_provenance_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a record's provenance file (not a record)."""
+    return Path(path).name.endswith(PROVENANCE_SUFFIX)
+
+
+def provenance_text(facts: dict, record_sha256: str) -> str:
+    """A provenance file's text: ``facts`` (`provenance()` and the run's
+    ``RUN_FACT_KEYS`` and ``epoch_seconds``) and the sha256 of the record they belong to.
+    A NaN or inf is a ValueError naming the field (JSON has none)."""
+    content = {**facts, RECORD_SHA256_KEY: record_sha256}
+    try:
+        text = json.dumps(content, indent=2, sort_keys=True, allow_nan=False)
+    except ValueError as exc:
+        raise ValueError(f"provenance not written: JSON has no NaN or inf ({exc})") from exc
+    return text + "\n"
+
+
+def record_provenance(record_path: str | os.PathLike, record: dict) -> dict:
+    """Where, when and how long the run of ``record`` (read from ``record_path``) ran:
+    its provenance file's keys when the file belongs to this record (its
+    ``record_sha256`` is the record's ``content_sha256``); the same keys from the record
+    itself when it holds them (a record written before provenance had a file of its own);
+    else ``{}``: not known (no file, one left by another run, or unreadable)."""
+    inline = {k: record[k] for k in (*PROVENANCE_KEYS, *RUN_FACT_KEYS) if k in record}
+    if inline:
+        return inline
+    try:
+        facts = json.loads(provenance_path_of(record_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    sha = record.get("content_sha256")
+    if not isinstance(facts, dict) or sha is None or facts.get(RECORD_SHA256_KEY) != sha:
+        return {}
+    return {k: v for k, v in facts.items() if k != RECORD_SHA256_KEY}
+
+
+def with_provenance(record_path: str | os.PathLike, record: dict) -> dict:
+    """``record`` with its provenance (`record_provenance`) merged in, for the readers of
+    times, hosts and command lines (``ssmbench plan --check``, which suite made a record)."""
+    return {**record, **record_provenance(record_path, record)}

@@ -22,6 +22,12 @@ A run may publish files of its own beside these (``extra``: the test scores of
 error publishes nothing, and renamed into place first; the record holds their sha256, so
 one left beside an older record by a failed rename is seen not to belong to it.
 
+Where, when and how long the run ran (host, commit, times, each epoch's seconds) is in
+its provenance file, ``fold{k}.provenance.json`` (``ssmbench.train.provenance``),
+published first with the others; it holds the record's sha256, so that the record and
+the curve hold only what the run computed and a rerun of the same code, data and settings
+writes them byte for byte as they were.
+
 The record holds the sha256 of its own content (``content_sha256``,
 ``ssmbench.staleness.sealed``), so a record changed after it was written is seen by every
 reader too.
@@ -44,17 +50,30 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ssmbench.io import atomic_write_json, atomic_write_text
-from ssmbench.staleness import CURVE_FILE_KEY, CURVE_SHA256_KEY, sealed, sha256_hex
+from ssmbench.staleness import (
+    CONTENT_SHA256_KEY,
+    CURVE_FILE_KEY,
+    CURVE_SHA256_KEY,
+    sealed,
+    sha256_hex,
+)
 from ssmbench.train.epoch_test_scores import (
     SCORES_FILE_KEY,
     SCORES_SHA256_KEY,
     scores_path_of,
     scores_text,
 )
-from ssmbench.train.provenance import provenance
+from ssmbench.train.provenance import (
+    EPOCH_SECONDS_KEY,
+    RUN_FACT_KEYS,
+    provenance,
+    provenance_path_of,
+    provenance_text,
+)
 
-#: a run's curve file, one row per epoch (validation columns empty between validations)
-CURVE_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy", "seconds")
+#: a run's curve file, one row per epoch (validation columns empty between validations);
+#: each epoch's wall-clock seconds are in the run's provenance file (``epoch_seconds``)
+CURVE_COLUMNS = ("epoch", "train_loss", "train_accuracy", "val_loss", "val_accuracy")
 
 STAGED_SUFFIX = ".staged"
 PREVIOUS_SUFFIX = ".previous"
@@ -122,10 +141,14 @@ def publish_record(
     record: dict,
     curve_text: str,
     extra: Mapping[Path, str] | None = None,
+    facts: dict | None = None,
 ) -> dict:
     """Publish ``record`` at `record_path` and ``curve_text`` beside it
     (`curve_path_of`), as the module docstring says; ``extra``: {path beside the record:
     its text}, published before them (the record holds their sha256: the caller's keys).
+    ``facts``: where, when and how long the run ran, published before them in the
+    record's provenance file (``ssmbench.train.provenance``), which holds the record's
+    sha256 rather than the reverse, so that the record is the same for every rerun.
     Returns the record as written: with ``curve_file``, ``curve_sha256`` and the sha256
     of its own content (``content_sha256``). `RecordWriteError` if any of them cannot be
     written."""
@@ -147,6 +170,8 @@ def publish_record(
     staged_curve = _hidden(curve_path, tag, STAGED_SUFFIX)
     staged_record = _hidden(record_path, tag, STAGED_SUFFIX)
     extra = {Path(path): text for path, text in (extra or {}).items()}
+    if facts is not None:
+        extra[provenance_path_of(record_path)] = provenance_text(facts, record[CONTENT_SHA256_KEY])
     staged_extra = {path: _hidden(path, tag, STAGED_SUFFIX) for path in extra}
     writing = record_path.parent
     try:
@@ -222,11 +247,19 @@ def write_run(
     """Publish the run's curve and record as one unit (``ssmbench.train.record``):
     docs/contracts.md. ``test_scores`` (protocol ``epoch_test_scores``): the test split's
     scores per validated epoch, published beside them in their own file
-    (``ssmbench.train.epoch_test_scores``), which the record names with its sha256."""
+    (``ssmbench.train.epoch_test_scores``), which the record names with its sha256. The
+    results' ``RUN_FACT_KEYS`` and each curve row's ``seconds`` go to the provenance file
+    with `provenance()` (``ssmbench.train.provenance``)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=CURVE_COLUMNS, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(curve)
+    writer.writerows({k: row.get(k) for k in CURVE_COLUMNS} for row in curve)
+    facts = {
+        **provenance(),
+        **{k: results[k] for k in RUN_FACT_KEYS if k in results},
+        EPOCH_SECONDS_KEY: [row.get("seconds") for row in curve],
+    }
+    results = {k: v for k, v in results.items() if k not in RUN_FACT_KEYS}
 
     fold, settings = int(spec["fold"]), spec["settings"]
     record = {
@@ -258,5 +291,4 @@ def write_run(
         record[SCORES_FILE_KEY] = path.name
         record[SCORES_SHA256_KEY] = sha256_hex(text.encode("utf-8"))
         extra[path] = text
-    record.update(provenance())
-    return publish_record(record_path, record, buffer.getvalue(), extra)
+    return publish_record(record_path, record, buffer.getvalue(), extra, facts)
