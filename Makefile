@@ -57,7 +57,7 @@ run: setup
 	$(BIN)/dvc repro
 	@echo
 	@$(BIN)/ssmbench report --list-outputs
-	@echo "(dvc metrics show: the summary; dvc plots show: the figures)"
+	@echo "(dvc metrics show: a row per model; dvc plots show: the figures)"
 	@echo
 	@$(BIN)/ssmbench report --show-tables
 

@@ -79,3 +79,11 @@ def test_dvc_repro_in_a_fresh_clone_changes_nothing_tracked(tmp_path):
     # made at two commits (before and after the results were committed): the same record
     assert facts[0]["git_commit"] != facts[1]["git_commit"]
     assert facts[1]["argv"][0].startswith(str(clone))
+    # the DVC metrics: one small file per model, one row of five numbers each
+    metric = json.loads((clone / "results" / "metrics" / "uea" / "MS4N.json").read_text())
+    assert set(metric) == {"test_error", "rank", "std", "runs", "datasets", "agree"}
+    assert metric["runs"] == 1  # agree: the paper's Table 5 has MS4N on BasicMotions
+    shown = run(["dvc", "metrics", "show"], clone).splitlines()
+    assert shown[0].split() == ["Path", *sorted(metric)], shown
+    assert shown[1].startswith("results/metrics/uea/MS4N.json") and len(shown) == 2, shown
+    assert max(map(len, shown)) <= 100, shown

@@ -43,10 +43,10 @@ def by_name_of(outputs) -> dict:
 def test_every_output_has_a_name_a_kind_and_a_path():
     outputs = report_outputs("results", "figures", ["uea", "monster", "uea"])
     names = [o.name for o in outputs]
-    # 4 fixed files, the scorecard (2), tables 1-5 and the selection-optimism table (3
-    # formats each), figures 1, 3-9, 10 per benchmark, CD ours and paper's per benchmark,
-    # the training curves (2 each)
-    assert len(names) == len(set(names)) == 4 + 2 + 6 * 3 + (1 + 7 + 2 + 4 + 1) * 2
+    # 4 fixed files and the metric files' folder, the scorecard (2), tables 1-5 and the
+    # selection-optimism table (3 formats each), figures 1, 3-9, 10 per benchmark, CD ours
+    # and paper's per benchmark, the training curves (2 each)
+    assert len(names) == len(set(names)) == 5 + 2 + 6 * 3 + (1 + 7 + 2 + 4 + 1) * 2
     assert by_name_of(outputs)["selection_optimism_md"] == Path(
         "results/tables/selection_optimism.md"
     )
@@ -286,7 +286,15 @@ def test_list_outputs_of_another_suite_lists_its_own_folder(tmp_path, capsys):
 def test_the_rule_and_the_makefile_spell_no_output_name(path):
     text = (REPO / path).read_text()
     outputs = report_outputs("results", "figures", PARAMS["benchmarks"])
-    spelt = sorted({o.path.name for o in outputs if o.path.name in text})
+    # a file's name anywhere; a folder's (no suffix) as part of a path, after a slash (the
+    # kind "metrics" is not the folder results/metrics)
+    spelt = sorted(
+        {
+            o.path.name
+            for o in outputs
+            if (o.path.name in text if o.path.suffix else f"/{o.path.name}" in text)
+        }
+    )
     assert not spelt, f"{path} spells {spelt}: take them from ssmbench.report.outputs"
 
 
@@ -307,3 +315,31 @@ def test_every_caption_an_artefact_names_exists():
     for caption in captions:
         text = (REPO / "workflow" / "report" / f"{caption}.rst").read_text()
         assert len(text.split()) > 30, f"{caption}.rst: a caption says what the artefact shows"
+
+
+def test_the_metric_files_hold_a_row_per_model_and_follow_the_report(tmp_path):
+    from ssmbench.report.aggregate import metric_files, write_metric_files
+
+    summary = {
+        "uea": {
+            "MS4N": {"mean_error": 0.1, "mean_rank": 1.0, "mean_std": 0.01, "n_runs": 4,
+                     "n_datasets": 2, "params": 9.0, "mmac": 1.0},
+            "S4D": {"mean_error": 0.2, "mean_rank": 2.0, "mean_std": None, "n_runs": 2,
+                    "n_datasets": 1, "params": 9.0, "mmac": 1.0},
+        },
+        "scorecard": {"uea": {"MS4N": {"agree": 1, "compared": 2}}},
+        "suite": "s",
+    }  # fmt: skip
+    files = metric_files(summary, ["uea"])
+    assert files == {
+        "uea/MS4N.json": {"test_error": 0.1, "rank": 1.0, "std": 0.01, "runs": 4,
+                          "datasets": 2, "agree": 1},
+        "uea/S4D.json": {"test_error": 0.2, "rank": 2.0, "std": None, "runs": 2,
+                         "datasets": 1},
+    }  # fmt: skip
+    folder = tmp_path / "metrics"
+    write_metric_files(files, folder)
+    assert json.loads((folder / "uea" / "S4D.json").read_text())["runs"] == 2
+    del summary["uea"]["S4D"]
+    write_metric_files(metric_files(summary, ["uea"]), folder)  # the folder as a whole
+    assert sorted(p.name for p in (folder / "uea").iterdir()) == ["MS4N.json"]

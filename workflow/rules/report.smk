@@ -10,6 +10,7 @@ rule report:
         record_paths(),
     output:
         metrics=report_files("metrics"),
+        metric_files=directory(report_files("metric_files")[0]),
         summary=report_files("summary"),
         curves=report_files("curves"),
         protocol_notes=report_files("protocol_notes"),

@@ -436,6 +436,48 @@ def summarise(
     return out
 
 
+#: a metric file's keys (``metric_files``) and the summary fields they come from ("error"
+#: alone would not do: DVC takes any key named so for a failure to read the file)
+METRIC_KEYS = {
+    "test_error": "mean_error",
+    "rank": "mean_rank",
+    "std": "mean_std",
+    "runs": "n_runs",
+    "datasets": "n_datasets",
+}
+
+
+def metric_files(summary: Mapping, benchmarks: Iterable[str]) -> dict[str, dict]:
+    """{``{benchmark}/{model}.json``: its metrics}: per benchmark of ``summary``
+    (`summarise`, with its ``scorecard`` counts) and model, ``METRIC_KEYS`` of its entry and,
+    where the scorecard compares the model with a paper, ``agree``: its cells within the
+    paper's spread. One small file per model, so that ``dvc metrics show`` prints one row
+    per model and six columns, and ``dvc metrics diff`` a line per changed number (a commit's
+    effect on how much of the paper is reproduced among them)."""
+    out = {}
+    for benchmark in benchmarks:
+        card = (summary.get("scorecard") or {}).get(benchmark) or {}
+        for model, entry in (summary.get(benchmark) or {}).items():
+            metrics = {k: entry.get(v) for k, v in METRIC_KEYS.items()}
+            if model in card:  # the cells within the paper's spread (scorecard.md)
+                metrics["agree"] = card[model].get("agree")
+            out[f"{benchmark}/{model}.json"] = metrics
+    return out
+
+
+def write_metric_files(files: Mapping[str, dict], folder: str | os.PathLike) -> Path:
+    """The ``metric_files`` into ``folder``, as a whole: written in a temporary sibling that
+    replaces it (a model no longer in the report leaves no file behind)."""
+    from ssmbench.io import atomic_folder
+
+    with atomic_folder(folder) as tmp:
+        for name, metrics in sorted(files.items()):
+            path = tmp / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(metrics, indent=1, sort_keys=True, allow_nan=False) + "\n")
+    return Path(folder)
+
+
 def write_summary_json(summary: Mapping, path: str | os.PathLike) -> Path:
     """Write the summary as sorted, indented JSON (stable for ``dvc metrics diff``)."""
     text = json.dumps(summary, indent=2, sort_keys=True, allow_nan=False) + "\n"

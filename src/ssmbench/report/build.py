@@ -21,7 +21,9 @@ from ssmbench.io import atomic_write, atomic_write_text
 from .aggregate import (
     collect_records,
     filter_models,
+    metric_files,
     summarise,
+    write_metric_files,
     write_metrics_csv,
     write_summary_json,
 )
@@ -181,6 +183,8 @@ def build_report(
     written.update(_written("scorecard", scorecard_files))
     written["curves_csv"] = write_curves_csv(curves, outputs["curves_csv"])
     written.update(_draw_all(context, artefacts(benchmarks), results_dir, figures_dir))
+    files = metric_files(summary, benchmarks)
+    written["metric_files"] = write_metric_files(files, outputs["metric_files"])
     # last: a summary.json that names the suite stands for a whole report of it
     written["summary_json"] = write_summary_json(summary, outputs["summary_json"])
     missing = set(outputs) - set(written)

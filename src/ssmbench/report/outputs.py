@@ -46,7 +46,12 @@ SUITES_FOLDER = "suites"
 #: and the scorecard's counts).
 SUITE_KEY, GRID_KEY = "suite", "grid"
 #: The kinds of output, in the order they are listed.
-KINDS = ("metrics", "summary", "curves", "protocol_notes", "scorecard", "table", "figure")
+KINDS = (
+    "metrics", "metric_files", "summary", "curves", "protocol_notes", "scorecard", "table",
+    "figure",
+)  # fmt: skip
+#: The folder of the per-model metric files (``metric_files``), under the results folder.
+METRIC_FILES_FOLDER = "metrics"
 #: The paper's benchmarks (the ones with published figures).
 PAPER_BENCHMARKS = ("monster", "uea")
 #: The package a drawing function's module is relative to when it starts with a dot.
@@ -285,8 +290,11 @@ def report_outputs(
     """Every file the report writes for a suite with these benchmarks:
 
     * ``metrics_csv``: ``{results}/metrics.csv``, one row per run record (results only);
+    * ``metric_files``: the folder ``{results}/metrics/``, one small JSON per benchmark and
+      model, ``{benchmark}/{model}.json`` (``aggregate.metric_files``): the DVC metrics,
+      one row each in ``dvc metrics show``;
     * ``summary_json``: ``{results}/summary.json``, {benchmark: {model: {error, rank...}}},
-      the scorecard's counts and the suite and grid it was made for (a DVC metric);
+      the scorecard's counts and the suite and grid it was made for;
     * ``curves_csv``: ``{results}/curves.csv``, all epoch curves in long format;
     * ``protocol_notes_md``: ``{results}/protocol_notes.md``, the runs' settings beside the
       authors' code;
@@ -297,6 +305,7 @@ def report_outputs(
     results_dir, figures_dir = Path(results_dir), Path(figures_dir)
     outputs = [
         ReportOutput("metrics_csv", "metrics", results_dir / "metrics.csv"),
+        ReportOutput("metric_files", "metric_files", results_dir / METRIC_FILES_FOLDER),
         ReportOutput("summary_json", "summary", results_dir / "summary.json"),
         ReportOutput("curves_csv", "curves", results_dir / "curves.csv"),
         ReportOutput("protocol_notes_md", "protocol_notes", results_dir / "protocol_notes.md"),
