@@ -18,7 +18,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "ssmbench"
 LAYERS = {
     "ssmbench": 0,  # the package itself: __version__
     "ssmbench.io": 0,
+    "ssmbench.os_errors": 0,
     "ssmbench.project_lock": 0,
+    "ssmbench.run_lock": 0,
+    "ssmbench.provenance_file": 0,
     "ssmbench.data": 1,
     "ssmbench.models": 1,
     "ssmbench.complexity": 2,
@@ -27,6 +30,8 @@ LAYERS = {
     "ssmbench.config_readers": 2,
     "ssmbench.dvc_params": 2,
     "ssmbench.params_file": 2,
+    "ssmbench.path_roots": 2,
+    "ssmbench.mmac_table": 2,
     "ssmbench.precedence": 2,
     "ssmbench.reading_plan": 2,
     "ssmbench.resources": 2,
@@ -37,6 +42,7 @@ LAYERS = {
     "ssmbench.report": 4,
     "ssmbench.status": 4,
     "ssmbench.plan": 4,
+    "ssmbench.plan_resources": 4,
     "ssmbench.run_allocation": 4,
     "ssmbench.model_contract": 4,
     "ssmbench.cli": 5,

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ssmbench.io import atomic_write_text
-from ssmbench.train.provenance import with_provenance
+from ssmbench.provenance_file import with_provenance
 
 PACKAGE = Path(__file__).parent
 
@@ -514,7 +514,7 @@ def record_state(record_path: str | Path, spec: dict, root: str | Path = ".") ->
 def record_suite(record: dict) -> str | None:
     """The suite that made a record: the ``--suite`` of the command line of its
     provenance (``argv``; the workflow passes it to every job), None where it names none.
-    ``record`` with its provenance (``ssmbench.train.provenance.with_provenance``)."""
+    ``record`` with its provenance (``ssmbench.provenance_file.with_provenance``)."""
     argv = record.get("argv")
     if isinstance(argv, list) and "--suite" in argv[:-1]:
         suite = argv[argv.index("--suite") + 1]

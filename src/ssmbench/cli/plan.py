@@ -87,7 +87,7 @@ def cmd_plan(args) -> int:
 def _plan_check_records(params: dict, folder: str) -> list[dict]:
     """The records to check the estimate against: the suite's under paths.runs (``""``),
     or every run record (``*.json`` with ``train_seconds``, its own or its provenance
-    file's: ``train.provenance.with_provenance``) under ``folder``. A file that cannot be
+    file's: ``provenance_file.with_provenance``) under ``folder``. A file that cannot be
     read as JSON is an error (ConfigError). A record whose fields the estimate
     reads are not what ``ssmbench train`` writes (``plan.record_problems``: a wrong type,
     a non-finite or out-of-range number, a missing name) is left out of the comparison
@@ -95,7 +95,7 @@ def _plan_check_records(params: dict, folder: str) -> list[dict]:
     a comparison."""
     from ssmbench.config import ConfigError, suite_grid
     from ssmbench.plan import record_problems
-    from ssmbench.train.provenance import is_provenance_file, with_provenance
+    from ssmbench.provenance_file import is_provenance_file, with_provenance
 
     if folder:
         root = Path(folder)

@@ -13,7 +13,7 @@ from ssmbench.cli.common import example, load
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "suites", help="list the suites: study file, runs, datasets, searches, description",
-        **example("ssmbench suites --use tides-diagnostics && dvc repro"),
+        **example("ssmbench suites --use tides-diagnostics"),
     )  # fmt: skip
     p.add_argument(
         "--use", metavar="NAME",

@@ -38,9 +38,9 @@ import numpy as np
 import pandas as pd
 
 from ssmbench.io import atomic_write, atomic_write_text
+from ssmbench.provenance_file import PROVENANCE_KEYS
 from ssmbench.report.errors import RecordError
 from ssmbench.staleness import unit_problems
-from ssmbench.train.provenance import PROVENANCE_KEYS
 
 log = logging.getLogger("ssmbench.report")
 
@@ -93,7 +93,7 @@ RECORD_KEYS = (
 )
 #: Record keys left out of metrics.csv (a record written before provenance had a file of its
 #: own holds the provenance and wall-clock times itself): provenance
-#: (``train.provenance.PROVENANCE_KEYS``),
+#: (``provenance_file.PROVENANCE_KEYS``),
 #: where each setting came from (``origins``; the values are in ``protocol`` and
 #: ``model_params``), wall-clock times, the device the run used and how it ran there (the
 #: scan path its layers took, whether micro-batches were applied: both follow the device,
