@@ -24,6 +24,7 @@ from ssmbench.staleness import (
     family_modules,
     record_is_stale,
     record_state,
+    sealed,
     settings_marker_path,
     sync_settings_marker,
     tracked_settings,
@@ -48,6 +49,7 @@ def spec(params):
 def write_record(path: Path, spec: dict, curve: bool = True, **changes) -> Path:
     """A record with what staleness reads, as `ssmbench train` writes it."""
     record = {
+        **{key: spec[key] for key in ("benchmark", "dataset", "model", "fold")},
         "model_params": spec["model_params"],
         "protocol": spec["settings"],
         "code_digest": spec["code"],
@@ -55,7 +57,7 @@ def write_record(path: Path, spec: dict, curve: bool = True, **changes) -> Path:
         **changes,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record))
+    path.write_text(json.dumps(sealed(record)))
     if curve:
         path.with_suffix(".curve.csv").write_text("epoch\n1\n")
     return path

@@ -21,6 +21,7 @@ from conftest import REPO, make_project, tool_env, write_params
 from ssmbench.cli import main
 from ssmbench.config import Job, job_spec, load_params, suite_grid
 from ssmbench.params_file import read_params
+from ssmbench.staleness import sealed
 from ssmbench.status import (
     LOG_TAIL_BYTES,
     last_error_line,
@@ -63,7 +64,7 @@ def write_record(params, job: Job, root: Path, **changes) -> Path:
     }
     path = job.record_path(root / params["paths"]["runs"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record))
+    path.write_text(json.dumps(sealed(record)))
     return path
 
 

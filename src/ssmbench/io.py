@@ -84,17 +84,17 @@ def atomic_write_json(path: str | os.PathLike, obj, sort_keys: bool = True) -> P
             obj, indent=2, sort_keys=sort_keys, default=_json_default, allow_nan=False
         )
     except ValueError as e:
-        fields = ", ".join(_non_finite_fields(obj)) or "?"
+        fields = ", ".join(non_finite_fields(obj)) or "?"
         raise ValueError(f"{path}: not written: JSON has no NaN or inf, found {fields}") from e
     return atomic_write_text(path, text + "\n")
 
 
-def _non_finite_fields(obj, prefix: str = "") -> list[str]:
+def non_finite_fields(obj, prefix: str = "") -> list[str]:
     """The dotted names of the NaN/inf floats in `obj` (dicts, lists, numpy scalars)."""
     if isinstance(obj, dict):
-        return [f for k, v in obj.items() for f in _non_finite_fields(v, f"{prefix}{k}.")]
+        return [f for k, v in obj.items() for f in non_finite_fields(v, f"{prefix}{k}.")]
     if isinstance(obj, list | tuple):
-        return [f for i, v in enumerate(obj) for f in _non_finite_fields(v, f"{prefix}{i}.")]
+        return [f for i, v in enumerate(obj) for f in non_finite_fields(v, f"{prefix}{i}.")]
     scalar = hasattr(obj, "item") and getattr(obj, "size", 1) == 1  # a numpy scalar
     value = obj.item() if scalar and not isinstance(obj, float) else obj
     if isinstance(value, float) and not math.isfinite(value):

@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssmbench.io import atomic_write_text
+from ssmbench.io import atomic_write_text, non_finite_fields
 from ssmbench.train.provenance import with_provenance
 
 PACKAGE = Path(__file__).parent
@@ -350,6 +350,31 @@ def content_problem(content: dict) -> str | None:
     return None
 
 
+#: the record keys that name its run; a record is current only for the run they name
+IDENTITY_KEYS = ("benchmark", "dataset", "model", "fold")
+
+
+def record_problems(record: dict, spec: dict) -> list[str]:
+    """What makes a record, as read, unfit to stand for the run ``spec`` asks for, beyond
+    its content digest: it holds no CONTENT_SHA256_KEY (unsealed: hand-made, or a digest
+    deleted), a NaN or inf anywhere (every writer refuses one), or it names another run
+    than ``spec`` (a record copied over another run's path). Empty when none."""
+    problems = []
+    if CONTENT_SHA256_KEY not in record:
+        problems.append(f"it is not sealed (no {CONTENT_SHA256_KEY})")
+    bad = non_finite_fields(record)
+    if bad:
+        problems.append(f"it holds non-finite values ({', '.join(bad[:3])})")
+    other = [
+        f"{key} {record.get(key)!r}, not {spec[key]!r}"
+        for key in IDENTITY_KEYS
+        if key in spec and record.get(key) != spec[key]
+    ]
+    if other:
+        problems.append(f"it is the record of another run ({', '.join(other)})")
+    return problems
+
+
 def _companion_problem(record_path, record: dict, file_key: str, sha_key: str, what: str):
     name = record.get(file_key)
     if name is None:
@@ -506,7 +531,8 @@ def record_state(record_path: str | Path, spec: dict, root: str | Path = ".") ->
         if now is not None and record.get("dataset_sha256") != now:
             changed.append(_dataset_change(record.get("dataset_sha256"), now))
     reasons = ["changed since the record: " + ", ".join(changed)] if changed else []
-    edited = unit_problems(record_path, record)
+    edited = [f"{record_path.name}: {p}" for p in record_problems(record, spec)]
+    edited += unit_problems(record_path, record)
     reasons += edited
     return RecordState(not reasons, tuple(reasons), tuple(edited))
 
