@@ -523,7 +523,11 @@ def test_a_run_whose_tuned_file_was_deleted_names_the_file(tmp_path, monkeypatch
     params = load_params(root / "params.yaml")
     job = Job("uea", "BasicMotions", "MS4", 0)
     meta = json.loads(Path("data/prepared/uea/BasicMotions/meta.json").read_text())
-    write_record(params, job, root, dataset_sha256=meta["raw_files"])
+    from ssmbench.data.prepared_files import prepared_sha256
+
+    write_record(
+        params, job, root, dataset_sha256=meta["raw_files"], prepared_sha256=prepared_sha256(meta)
+    )
     assert run_status(params, job, root).state == "done"
     tuned = Path("results/tuned/uea/BasicMotions/MS4.json")
     tuned.unlink()

@@ -184,8 +184,11 @@ def write_prepared_folder(
 ) -> Path:
     """Write a prepared dataset ``<out_dir>/<name>/`` (docs/contracts.md) in one go: each
     array as ``.npy`` (no pickles), each text file, and ``meta.json``, in a temporary
-    sibling renamed into place (``atomic_folder``)."""
+    sibling renamed into place (``atomic_folder``), its meta.json holding each data file's
+    sha256 (``ssmbench.data.prepared_files.seal_prepared``)."""
     import numpy as np
+
+    from ssmbench.data.prepared_files import seal_prepared
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -196,6 +199,7 @@ def write_prepared_folder(
         for fname, text in texts.items():
             (tmp / fname).write_text(text, encoding="utf-8")
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        seal_prepared(tmp)
     return target
 
 
