@@ -130,3 +130,68 @@ def test_a_folder_copied_file_by_file_is_the_same_data_read_once(project, tmp_pa
     shutil.rmtree(folder)
     shutil.copytree(copy, folder)
     assert _state(project).state == "done"
+
+
+# ------------------------------------------------ a source that fails to prepare
+def _archive(folder: Path, truncated: bool) -> Path:
+    """An archive_dir holding BasicMotions (aeon's copy); its TRAIN file cut in half when
+    ``truncated``."""
+    import aeon.datasets
+
+    bundled = Path(aeon.datasets.__file__).resolve().parent / "data/BasicMotions"
+    (folder / "BasicMotions").mkdir(parents=True, exist_ok=True)
+    for split in ("TRAIN", "TEST"):
+        data = (bundled / f"BasicMotions_{split}.ts").read_bytes()
+        if truncated and split == "TRAIN":
+            data = data[: len(data) // 2]
+        (folder / "BasicMotions" / f"BasicMotions_{split}.ts").write_bytes(data)
+    return folder
+
+
+def test_a_source_that_fails_to_prepare_leaves_no_current_record(tmp_path, capsys):
+    """The archive replaced by a damaged one: the fetch copies it, the prepare refuses it
+    and removes the prepared folder made from the files it replaced; the dataset's record
+    is then stale for `ssmbench status` and its settings marker dated after it (the
+    workflow reruns the job); the archive repaired and prepared again, it is current."""
+    from ssmbench.config import job_spec
+    from ssmbench.staleness import settings_marker_path, sync_settings_marker
+
+    archive = _archive(tmp_path / "archive", truncated=False)
+
+    def edit(params):
+        _edit(params)
+        params["benchmarks"]["uea"]["archive_dir"] = str(archive)
+
+    root = make_project(tmp_path / "proj", edit)
+    for step in ("fetch", "prepare"):
+        rc, printed = _in(root, [step, "--benchmark", "uea", "--dataset", "BasicMotions"], capsys)
+        assert rc == 0, printed
+    rc, printed = _in(root, [*TRAIN, "--fold", "0", "--suite", SUITE], capsys)
+    assert rc == 0, printed
+    assert _state(root).state == "done"
+
+    _archive(archive, truncated=True)  # the source replaced by a damaged copy
+    rc, printed = _in(root, ["fetch", "--benchmark", "uea", "--dataset", "BasicMotions"], capsys)
+    assert rc == 0, printed
+    rc, printed = _in(root, ["prepare", "--benchmark", "uea", "--dataset", "BasicMotions"], capsys)
+    assert rc != 0 and "was removed" in printed, printed
+    assert not (root / "data/prepared/uea/BasicMotions").exists()
+    status = _state(root)
+    assert status.state == "stale", status
+    assert "data/prepared/uea/BasicMotions is missing" in status.detail
+    params = load_params(root / "params.yaml", suite=SUITE)
+    record = JOB.record_path(root / "results/runs")
+    marker = settings_marker_path(root / ".ssmbench/settings", JOB.record_path(""))
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        sync_settings_marker(record, marker, job_spec(params, JOB))
+    finally:
+        os.chdir(cwd)
+    assert marker.stat().st_mtime > record.stat().st_mtime  # Snakemake reruns the job
+
+    _archive(archive, truncated=False)  # repaired: the same files as before
+    for step in ("fetch", "prepare"):
+        rc, printed = _in(root, [step, "--benchmark", "uea", "--dataset", "BasicMotions"], capsys)
+        assert rc == 0, printed
+    assert _state(root).state == "done"

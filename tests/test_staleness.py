@@ -42,8 +42,11 @@ def params():
 
 
 @pytest.fixture()
-def spec(params):
-    return job_spec(params, JOB, "default")
+def spec(params, tmp_path):
+    """The spec of JOB, its prepared folder present (empty: no meta.json to compare)."""
+    prepared = tmp_path / "prepared/uea/BasicMotions"
+    prepared.mkdir(parents=True)
+    return {**job_spec(params, JOB, "default"), "prepared_dir": str(prepared)}
 
 
 def write_record(path: Path, spec: dict, curve: bool = True, **changes) -> Path:
@@ -239,6 +242,7 @@ def test_train_keeps_a_current_record_and_force_trains(spec, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
     shutil.copytree(REPO / "params", tmp_path / "params")
+    (tmp_path / "data/prepared/uea/BasicMotions").mkdir(parents=True)  # present, empty
     record = write_record(tmp_path / "results/runs/uea/BasicMotions/MS4N/fold0.json", spec)
     before = record.read_text()
     argv = [

@@ -65,6 +65,8 @@ def write_record(params, job: Job, root: Path, **changes) -> Path:
     path = job.record_path(root / params["paths"]["runs"])
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(sealed(record)))
+    # its prepared folder present (empty unless a test prepares it: nothing to compare)
+    (root / spec["prepared_dir"]).mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -225,15 +227,19 @@ def test_changed_model_hyperparameters_make_the_record_stale(params, tmp_path):
 
 def test_status_opens_records_and_logs_only(params, tmp_path):
     """No dataset file is opened: of a prepared folder only its meta.json (the digests of
-    the files it was made from, which a current record holds)."""
+    the files it was made from and of its own files, which a current record holds; its
+    files are only stat'ed)."""
+    from ssmbench.data.prepared_files import seal_prepared
+
     grid = suite_grid(params)
     for job in grid[:2]:
         write_record(params, job, tmp_path)
     write_log(params, grid[2], tmp_path, TRACEBACK)
     prepared = tmp_path / "data" / "prepared" / "uea" / "BasicMotions"
-    prepared.mkdir(parents=True)
+    prepared.mkdir(parents=True, exist_ok=True)
     np.save(prepared / "X.npy", np.zeros((2, 1, 3), np.float32))
     (prepared / "meta.json").write_text("{}")
+    seal_prepared(prepared)  # meta.json records X.npy, written after it
     opened = _record_opens(lambda: suite_status(params, root=tmp_path))
     assert str(grid[0].record_path(tmp_path / "results" / "runs")) in opened  # the hook sees
     assert str(train_log_path(tmp_path / "logs", grid[2])) in opened

@@ -551,8 +551,10 @@ def record_state(
     prepared data (`prepared_digests`, under ``root``) that ``spec``
     (`ssmbench.config.job_spec`) asks for, and it and the files it names are as they were
     written (`unit_problems`: ``edited`` says which are not). A missing or unreadable
-    record is not current. ``prepared``: the answers of `prepared_digests` per prepared
-    folder and fold, shared by the runs of a suite (each folder is looked at once)."""
+    record is not current, nor is a record whose prepared folder is missing (not prepared
+    in this clone, or removed by a preparation that failed: its data are not there).
+    ``prepared``: the answers of `prepared_digests` per prepared folder and fold, shared
+    by the runs of a suite (each folder is looked at once)."""
     record_path = Path(record_path)
     try:
         record, non_finite = read_record_json(record_path.read_text())
@@ -573,6 +575,11 @@ def record_state(
         if key not in prepared:
             prepared[key] = prepared_digests(*key)
         now = prepared[key]
+        if now is None and not Path(key[0]).is_dir():
+            changed.append(
+                f"prepared data ({spec['prepared_dir']} is missing: not prepared, or its "
+                "preparation failed; the run is trained again once it is prepared)"
+            )
         if now is not None and record.get("dataset_sha256") != now.raw:
             changed.append(_dataset_change(record.get("dataset_sha256"), now.raw))
         if now is not None and now.changed:
