@@ -9,8 +9,10 @@ Real runs of MS4 on BasicMotions (2 epochs, test scores per epoch on) through th
   scores file with an extra row are ``edited`` in `ssmbench status` ("changed by hand",
   the file, what to do, counted in the summary line); the report leaves the run out of
   metrics.csv and curves.csv with a log line naming the file;
-* a record without its digest (as an ssmbench that did not seal records wrote it) is
-  read as before, and so are the records committed under benchmarks/records;
+* a record without its digest, one holding a NaN and one copied over another fold's path
+  are not current (``edited`` in `ssmbench status`; `ssmbench train` trains the run
+  again); the records committed under benchmarks/records (written before records were
+  sealed) are still read by the report;
 * a tuned file written by the real tune stage, with a value outside its search space
   (``d_model: 7``) or any other edit, is refused by `ssmbench train` with one error line
   naming the file, the key, the value and the space;
@@ -172,22 +174,68 @@ def test_an_edited_file_is_changed_by_hand_and_left_out(
                for line in lines), lines  # fmt: skip
 
 
-def test_a_record_without_its_digest_is_read_as_before(project, runs, caplog, tmp_path):
-    """A record as an ssmbench that did not seal records wrote it: no content_sha256; its
-    content is vouched for by its name, its curve by the curve_sha256 it holds."""
+def _rewrite(path: Path, edit) -> None:
+    record = json.loads(path.read_text())
+    edit(record)
+    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+
+
+def _train_again(project: Path, capsys) -> str:
+    """`ssmbench train` of EDITED (no --force), as printed."""
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        assert main([*TRAIN, "--fold", "0", "--suite", SUITE]) == 0
+    finally:
+        os.chdir(cwd)
+    printed = capsys.readouterr()
+    return printed.out + printed.err
+
+
+def test_a_record_without_its_digest_is_refused(project, runs):
+    """Deleting content_sha256 must not turn the check off: an unsealed record with its
+    test_error typed over is not current."""
+    path = EDITED.record_path(runs)
+
+    def unseal(record):
+        del record["content_sha256"]
+        record["test_error"] = 0.5
+
+    _rewrite(path, unseal)
+    status = run_status(_params(project), EDITED, project)
+    assert status.state == "edited", status
+    assert status.detail.startswith(
+        "changed by hand: fold0.json: it is not sealed (no content_sha256)"
+    ), status.detail
+
+
+def test_a_record_with_a_non_finite_metric_is_refused(project, runs):
+    """A NaN test_loss (JSON's NaN, which no writer of a record writes) is not current,
+    even with a digest computed over it."""
+    from ssmbench.staleness import sealed
+
     path = EDITED.record_path(runs)
     record = json.loads(path.read_text())
-    del record["content_sha256"]
-    record["test_error"] = 0.5  # unsealed: nothing says it was not written so
-    path.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-    assert run_status(_params(project), EDITED, project).state == "done"
-    metrics, _ = _report(project, tmp_path, caplog)
-    assert metrics.loc[metrics["fold"] == 0, "test_error"].tolist() == [0.5]
+    record["test_loss"] = float("nan")
+    path.write_text(json.dumps(sealed(record), indent=2, sort_keys=True) + "\n")
+    status = run_status(_params(project), EDITED, project)
+    assert status.state == "edited", status
+    assert "fold0.json: it holds non-finite values (test_loss = nan)" in status.detail
 
-    # ... and its curve is still checked against it
-    curve = path.with_name("fold0.curve.csv")
-    curve.write_text(curve.read_text().replace("\n2,", "\n3,"))
-    assert run_status(_params(project), EDITED, project).state == "edited"
+
+def test_another_folds_record_copied_over_is_not_current(project, runs, capsys):
+    """Fold 1's record (with its curve and test scores) copied over fold 0's paths is the
+    record of another run: not done for status, and `ssmbench train` trains fold 0."""
+    for suffix in (".json", ".curve.csv", ".test_scores.csv"):
+        source = runs / f"uea/BasicMotions/MS4/fold1{suffix}"
+        shutil.copyfile(source, source.with_name(f"fold0{suffix}"))
+    status = run_status(_params(project), EDITED, project)
+    assert status.state == "edited", status
+    assert "it is the record of another run (fold 1, not 0)" in status.detail
+    printed = _train_again(project, capsys)
+    assert "is current: kept" not in printed, printed
+    assert json.loads(EDITED.record_path(runs).read_text())["fold"] == 0
+    assert run_status(_params(project), EDITED, project).state == "done"
 
 
 def test_the_committed_records_are_still_read():

@@ -249,12 +249,14 @@ def test_a_run_of_any_model_records_rows_with_no_observed_value(drop_copy, model
     """A model of the values alone (MS4N) or of values and steps (TIDES-drop) is given
     padding for such rows as a masked model is: its run says so too."""
     from ssmbench.config import Job, job_spec
+    from ssmbench.data.prepared_files import seal_prepared
     from ssmbench.params_file import read_params
     from ssmbench.train.run_setup import set_up
 
     M = np.load(drop_copy / "M.npy")
     M[[3, 17]] = False
     np.save(drop_copy / "M.npy", M, allow_pickle=False)
+    seal_prepared(drop_copy)  # prepared so: meta.json records the edited mask
     params = read_params(REPO / "params.yaml")
     spec = job_spec(params, Job("uea_drop", "BasicMotionsDrop", model, 0))
     spec["prepared_dir"] = str(drop_copy)

@@ -116,7 +116,7 @@ def test_failed_record_write_keeps_the_previous_record_and_its_curve(project, re
     assert curve_epochs(curve) == EPOCHS
     assert not [p.name for p in record.parent.iterdir() if p.name.startswith(".")]
 
-    assert record_state(record, job_spec(params_of(project), JOB)).current
+    assert record_state(record, job_spec(params_of(project), JOB), project).current
     assert run_status(params_of(project), JOB, project).state == "done"
     curves = load_curves(project / "results/runs")
     assert len(curves) == EPOCHS and set(curves["fold"]) == {0}
@@ -161,7 +161,7 @@ def test_a_curve_that_is_not_its_records_is_not_trusted(project, record, caplog)
     curve = record.with_name("fold0.curve.csv")
     lines = curve.read_text().splitlines()
     curve.write_text("\n".join(lines[:-1]) + "\n")  # another run's curve: one epoch fewer
-    state = record_state(record, job_spec(params_of(project), JOB))
+    state = record_state(record, job_spec(params_of(project), JOB), project)
     assert not state.current
     assert "its curve file fold0.curve.csv is not the one written with it" in state.why
     status = run_status(params_of(project), JOB, project)
@@ -183,7 +183,7 @@ def test_an_orphan_curve_is_ignored_and_replaced(project, record):
     assert run_status(params_of(project), JOB, project).state == "missing"
     written = run_job(spec_of(project), record, log=quiet)
     assert curve_epochs(curve) == EPOCHS and written["curve_sha256"]
-    assert record_state(record, job_spec(params_of(project), JOB)).current
+    assert record_state(record, job_spec(params_of(project), JOB), project).current
     assert len(load_curves(project / "results/runs")) == EPOCHS
 
 

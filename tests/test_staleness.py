@@ -24,6 +24,7 @@ from ssmbench.staleness import (
     family_modules,
     record_is_stale,
     record_state,
+    sealed,
     settings_marker_path,
     sync_settings_marker,
     tracked_settings,
@@ -41,13 +42,17 @@ def params():
 
 
 @pytest.fixture()
-def spec(params):
-    return job_spec(params, JOB, "default")
+def spec(params, tmp_path):
+    """The spec of JOB, its prepared folder present (empty: no meta.json to compare)."""
+    prepared = tmp_path / "prepared/uea/BasicMotions"
+    prepared.mkdir(parents=True)
+    return {**job_spec(params, JOB, "default"), "prepared_dir": str(prepared)}
 
 
 def write_record(path: Path, spec: dict, curve: bool = True, **changes) -> Path:
     """A record with what staleness reads, as `ssmbench train` writes it."""
     record = {
+        **{key: spec[key] for key in ("benchmark", "dataset", "model", "fold")},
         "model_params": spec["model_params"],
         "protocol": spec["settings"],
         "code_digest": spec["code"],
@@ -55,7 +60,7 @@ def write_record(path: Path, spec: dict, curve: bool = True, **changes) -> Path:
         **changes,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record))
+    path.write_text(json.dumps(sealed(record)))
     if curve:
         path.with_suffix(".curve.csv").write_text("epoch\n1\n")
     return path
@@ -237,6 +242,7 @@ def test_train_keeps_a_current_record_and_force_trains(spec, tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     shutil.copy(REPO / "params.yaml", tmp_path / "params.yaml")
     shutil.copytree(REPO / "params", tmp_path / "params")
+    (tmp_path / "data/prepared/uea/BasicMotions").mkdir(parents=True)  # present, empty
     record = write_record(tmp_path / "results/runs/uea/BasicMotions/MS4N/fold0.json", spec)
     before = record.read_text()
     argv = [

@@ -21,6 +21,7 @@ from conftest import REPO, make_project, tool_env, write_params
 from ssmbench.cli import main
 from ssmbench.config import Job, job_spec, load_params, suite_grid
 from ssmbench.params_file import read_params
+from ssmbench.staleness import sealed
 from ssmbench.status import (
     LOG_TAIL_BYTES,
     last_error_line,
@@ -63,7 +64,9 @@ def write_record(params, job: Job, root: Path, **changes) -> Path:
     }
     path = job.record_path(root / params["paths"]["runs"])
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record))
+    path.write_text(json.dumps(sealed(record)))
+    # its prepared folder present (empty unless a test prepares it: nothing to compare)
+    (root / spec["prepared_dir"]).mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -224,15 +227,19 @@ def test_changed_model_hyperparameters_make_the_record_stale(params, tmp_path):
 
 def test_status_opens_records_and_logs_only(params, tmp_path):
     """No dataset file is opened: of a prepared folder only its meta.json (the digests of
-    the files it was made from, which a current record holds)."""
+    the files it was made from and of its own files, which a current record holds; its
+    files are only stat'ed)."""
+    from ssmbench.data.prepared_files import seal_prepared
+
     grid = suite_grid(params)
     for job in grid[:2]:
         write_record(params, job, tmp_path)
     write_log(params, grid[2], tmp_path, TRACEBACK)
     prepared = tmp_path / "data" / "prepared" / "uea" / "BasicMotions"
-    prepared.mkdir(parents=True)
+    prepared.mkdir(parents=True, exist_ok=True)
     np.save(prepared / "X.npy", np.zeros((2, 1, 3), np.float32))
     (prepared / "meta.json").write_text("{}")
+    seal_prepared(prepared)  # meta.json records X.npy, written after it
     opened = _record_opens(lambda: suite_status(params, root=tmp_path))
     assert str(grid[0].record_path(tmp_path / "results" / "runs")) in opened  # the hook sees
     assert str(train_log_path(tmp_path / "logs", grid[2])) in opened
@@ -522,7 +529,11 @@ def test_a_run_whose_tuned_file_was_deleted_names_the_file(tmp_path, monkeypatch
     params = load_params(root / "params.yaml")
     job = Job("uea", "BasicMotions", "MS4", 0)
     meta = json.loads(Path("data/prepared/uea/BasicMotions/meta.json").read_text())
-    write_record(params, job, root, dataset_sha256=meta["raw_files"])
+    from ssmbench.data.prepared_files import prepared_sha256
+
+    write_record(
+        params, job, root, dataset_sha256=meta["raw_files"], prepared_sha256=prepared_sha256(meta)
+    )
     assert run_status(params, job, root).state == "done"
     tuned = Path("results/tuned/uea/BasicMotions/MS4.json")
     tuned.unlink()

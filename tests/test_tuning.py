@@ -83,6 +83,8 @@ def _poisoned_copy(project: Path, dest: Path) -> Path:
     (a check, a batch, a score) would fail or give NaN."""
     import shutil
 
+    from ssmbench.data.prepared_files import seal_prepared
+
     src = project / "data/prepared/uea/BasicMotions"
     shutil.copytree(src, dest)
     test = np.loadtxt(dest / "test_indices_fold_0.txt", dtype=np.int64)
@@ -90,6 +92,7 @@ def _poisoned_copy(project: Path, dest: Path) -> Path:
     X[test] = np.nan
     (dest / "X.npy").unlink()
     np.save(dest / "X.npy", X)
+    seal_prepared(dest)  # prepared so: meta.json records the poisoned X
     return dest
 
 

@@ -84,17 +84,17 @@ def atomic_write_json(path: str | os.PathLike, obj, sort_keys: bool = True) -> P
             obj, indent=2, sort_keys=sort_keys, default=_json_default, allow_nan=False
         )
     except ValueError as e:
-        fields = ", ".join(_non_finite_fields(obj)) or "?"
+        fields = ", ".join(non_finite_fields(obj)) or "?"
         raise ValueError(f"{path}: not written: JSON has no NaN or inf, found {fields}") from e
     return atomic_write_text(path, text + "\n")
 
 
-def _non_finite_fields(obj, prefix: str = "") -> list[str]:
+def non_finite_fields(obj, prefix: str = "") -> list[str]:
     """The dotted names of the NaN/inf floats in `obj` (dicts, lists, numpy scalars)."""
     if isinstance(obj, dict):
-        return [f for k, v in obj.items() for f in _non_finite_fields(v, f"{prefix}{k}.")]
+        return [f for k, v in obj.items() for f in non_finite_fields(v, f"{prefix}{k}.")]
     if isinstance(obj, list | tuple):
-        return [f for i, v in enumerate(obj) for f in _non_finite_fields(v, f"{prefix}{i}.")]
+        return [f for i, v in enumerate(obj) for f in non_finite_fields(v, f"{prefix}{i}.")]
     scalar = hasattr(obj, "item") and getattr(obj, "size", 1) == 1  # a numpy scalar
     value = obj.item() if scalar and not isinstance(obj, float) else obj
     if isinstance(value, float) and not math.isfinite(value):
@@ -184,8 +184,11 @@ def write_prepared_folder(
 ) -> Path:
     """Write a prepared dataset ``<out_dir>/<name>/`` (docs/contracts.md) in one go: each
     array as ``.npy`` (no pickles), each text file, and ``meta.json``, in a temporary
-    sibling renamed into place (``atomic_folder``)."""
+    sibling renamed into place (``atomic_folder``), its meta.json holding each data file's
+    sha256 (``ssmbench.data.prepared_files.seal_prepared``)."""
     import numpy as np
+
+    from ssmbench.data.prepared_files import seal_prepared
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -196,6 +199,7 @@ def write_prepared_folder(
         for fname, text in texts.items():
             (tmp / fname).write_text(text, encoding="utf-8")
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        seal_prepared(tmp)
     return target
 
 

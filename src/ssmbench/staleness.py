@@ -34,7 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ssmbench.io import atomic_write_text
+from ssmbench.io import atomic_write_text, non_finite_fields
 from ssmbench.provenance_file import with_provenance
 
 PACKAGE = Path(__file__).parent
@@ -350,6 +350,44 @@ def content_problem(content: dict) -> str | None:
     return None
 
 
+#: the record keys that name its run; a record is current only for the run they name
+IDENTITY_KEYS = ("benchmark", "dataset", "model", "fold")
+
+
+def record_problems(record: dict, spec: dict, non_finite: bool = True) -> list[str]:
+    """What makes a record, as read, unfit to stand for the run ``spec`` asks for, beyond
+    its content digest: it holds no CONTENT_SHA256_KEY (unsealed: hand-made, or a digest
+    deleted), a NaN or inf anywhere (every writer refuses one; ``non_finite=False``: the
+    caller's parser saw none, `read_record_json`), or it names another run than ``spec``
+    (a record copied over another run's path). Empty when none."""
+    problems = []
+    if CONTENT_SHA256_KEY not in record:
+        problems.append(f"it is not sealed (no {CONTENT_SHA256_KEY})")
+    bad = non_finite_fields(record) if non_finite else []
+    if bad:
+        problems.append(f"it holds non-finite values ({', '.join(bad[:3])})")
+    other = [
+        f"{key} {record.get(key)!r}, not {spec[key]!r}"
+        for key in IDENTITY_KEYS
+        if key in spec and record.get(key) != spec[key]
+    ]
+    if other:
+        problems.append(f"it is the record of another run ({', '.join(other)})")
+    return problems
+
+
+def read_record_json(text: str) -> tuple[object, bool]:
+    """The JSON ``text`` of a record, read, and whether it holds a ``NaN``, ``Infinity`` or
+    ``-Infinity`` (seen by the parser: no walk over the record when it holds none)."""
+    seen = []
+
+    def constant(name: str) -> float:
+        seen.append(name)
+        return float(name)
+
+    return json.loads(text, parse_constant=constant), bool(seen)
+
+
 def _companion_problem(record_path, record: dict, file_key: str, sha_key: str, what: str):
     name = record.get(file_key)
     if name is None:
@@ -402,10 +440,25 @@ def unit_problems(record_path: str | Path, record: dict, scores: bool = True) ->
     return [p for p in problems if p]
 
 
-def prepared_digests(prepared_dir: str | Path, fold: int) -> dict | None:
-    """The sha256 of each file the prepared data of ``fold`` was made from (its meta.json
-    ``raw_files``, what a record holds as ``dataset_sha256``); None when it is not
-    prepared (yet) or its meta.json cannot be read (the train job says why)."""
+@dataclass(frozen=True)
+class PreparedDigests:
+    """What the prepared data of a fold are: the sha256 of each file they were made from
+    (meta.json ``raw_files``, a record's ``dataset_sha256``), of each prepared file
+    (meta.json ``prepared_files``, a record's ``prepared_sha256``; None for a folder
+    prepared before folders were sealed), and the files not as prepared
+    (``ssmbench.data.prepared_files.changed_files``)."""
+
+    raw: dict | None
+    prepared: dict | None
+    changed: tuple[str, ...] = ()
+
+
+def prepared_digests(prepared_dir: str | Path, fold: int) -> PreparedDigests | None:
+    """The digests of the prepared data of ``fold`` (`PreparedDigests`); None when it is
+    not prepared (yet) or its meta.json cannot be read (the train job says why). Costs a
+    stat of each prepared file; a file dated after meta.json is read once (see
+    ``ssmbench.data.prepared_files``)."""
+    from ssmbench.data.prepared_files import changed_files
     from ssmbench.data.store import fold_folder
 
     try:
@@ -413,17 +466,25 @@ def prepared_digests(prepared_dir: str | Path, fold: int) -> dict | None:
         stat = meta_path.stat()
     except Exception:  # not prepared, or a per-fold dataset without this fold
         return None
-    return _meta_raw_files(str(meta_path), stat.st_mtime_ns, stat.st_size)
+    meta = _meta_digests(str(meta_path), stat.st_mtime_ns, stat.st_size)
+    if meta is None:
+        return None
+    return PreparedDigests(*meta, tuple(changed_files(meta_path.parent)))
 
 
 @functools.lru_cache(maxsize=256)
-def _meta_raw_files(path: str, mtime_ns: int, size: int) -> dict | None:
+def _meta_digests(path: str, mtime_ns: int, size: int) -> tuple | None:
     # keyed on the file's date and size: one read per dataset for a grid's thousands of runs
+    from ssmbench.data.prepared_files import prepared_sha256
+
     try:
-        raw_files = json.loads(Path(path).read_text(encoding="utf-8")).get("raw_files")
-    except (OSError, ValueError, AttributeError):
+        meta = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return None
-    return raw_files if isinstance(raw_files, dict) else None
+    if not isinstance(meta, dict):
+        return None
+    raw_files = meta.get("raw_files")
+    return (raw_files if isinstance(raw_files, dict) else None), prepared_sha256(meta)
 
 
 def _keys_changed(made_with, asked: dict, shown: int = 3) -> str:
@@ -453,14 +514,16 @@ def _keys_changed(made_with, asked: dict, shown: int = 3) -> str:
     return f" ({', '.join(listed)}{more})" if listed else ""
 
 
-def _dataset_change(made_from, now: dict) -> str:
-    """What differs between a record's ``dataset_sha256`` and the prepared data's."""
+def _dataset_change(made_from, now: dict | None, what: str = "dataset") -> str:
+    """What differs between a record's digests (``dataset_sha256``, ``prepared_sha256``)
+    and the prepared data's."""
     made_from = made_from if isinstance(made_from, dict) else {}
+    now = now if isinstance(now, dict) else {}
     for name in sorted(set(made_from) | set(now)):
         old, new = made_from.get(name), now.get(name)
         if old != new:
-            return f"dataset ({name}: sha256 {str(old)[:12]}... -> {str(new)[:12]}...)"
-    return "dataset"
+            return f"{what} ({name}: sha256 {str(old)[:12]}... -> {str(new)[:12]}...)"
+    return what
 
 
 def settings_changes(record: dict, spec: dict) -> list[str]:
@@ -480,16 +543,21 @@ def settings_changes(record: dict, spec: dict) -> list[str]:
     ]
 
 
-def record_state(record_path: str | Path, spec: dict, root: str | Path = ".") -> RecordState:
+def record_state(
+    record_path: str | Path, spec: dict, root: str | Path = ".", prepared: dict | None = None
+) -> RecordState:
     """Whether the record at ``record_path`` was made with the settings (but
     EXECUTION_KEYS), model hyperparameters, training code (`training_code_digest`) and
     prepared data (`prepared_digests`, under ``root``) that ``spec``
     (`ssmbench.config.job_spec`) asks for, and it and the files it names are as they were
     written (`unit_problems`: ``edited`` says which are not). A missing or unreadable
-    record is not current."""
+    record is not current, nor is a record whose prepared folder is missing (not prepared
+    in this clone, or removed by a preparation that failed: its data are not there).
+    ``prepared``: the answers of `prepared_digests` per prepared folder and fold, shared
+    by the runs of a suite (each folder is looked at once)."""
     record_path = Path(record_path)
     try:
-        record = json.loads(record_path.read_text())
+        record, non_finite = read_record_json(record_path.read_text())
     except FileNotFoundError:
         return RecordState(False, ("no record",))
     except (OSError, ValueError) as exc:
@@ -502,11 +570,27 @@ def record_state(record_path: str | Path, spec: dict, root: str | Path = ".") ->
     if record.get("code_digest") != spec["code"]:
         changed.append(f"training code ({record.get('code_digest')} -> {spec['code']})")
     if spec.get("prepared_dir") is not None:
-        now = prepared_digests(Path(root) / spec["prepared_dir"], spec["fold"])
-        if now is not None and record.get("dataset_sha256") != now:
-            changed.append(_dataset_change(record.get("dataset_sha256"), now))
+        key = (str(Path(root) / spec["prepared_dir"]), int(spec["fold"]))
+        prepared = {} if prepared is None else prepared
+        if key not in prepared:
+            prepared[key] = prepared_digests(*key)
+        now = prepared[key]
+        if now is None and not Path(key[0]).is_dir():
+            changed.append(
+                f"prepared data ({spec['prepared_dir']} is missing: not prepared, or its "
+                "preparation failed; the run is trained again once it is prepared)"
+            )
+        if now is not None and record.get("dataset_sha256") != now.raw:
+            changed.append(_dataset_change(record.get("dataset_sha256"), now.raw))
+        if now is not None and now.changed:
+            changed.append(f"prepared data ({'; '.join(now.changed)})")
+        elif now is not None and record.get("prepared_sha256") != now.prepared:
+            made_with = record.get("prepared_sha256")
+            changed.append(_dataset_change(made_with, now.prepared, "prepared data"))
     reasons = ["changed since the record: " + ", ".join(changed)] if changed else []
-    edited = unit_problems(record_path, record)
+    problems = record_problems(record, spec, non_finite)
+    edited = [f"{record_path.name}: {p}" for p in problems]
+    edited += unit_problems(record_path, record)
     reasons += edited
     return RecordState(not reasons, tuple(reasons), tuple(edited))
 

@@ -237,11 +237,16 @@ def _last_line(log_path: Path) -> str:
 
 
 def run_status(
-    params: dict, job: Job, root: str | Path = ".", sources: dict | None = None
+    params: dict,
+    job: Job,
+    root: str | Path = ".",
+    sources: dict | None = None,
+    prepared: dict | None = None,
 ) -> RunStatus:
     """The state of one run (see the module docstring). ``sources``: the answers of
     `ssmbench.config.source_changed` per (benchmark, dataset), shared by the runs of a
-    suite (each source is looked at once)."""
+    suite (each source is looked at once); ``prepared``: likewise for the prepared data
+    (``ssmbench.staleness.record_state``)."""
     root = Path(root)
     record = job.record_path(root / params["paths"]["runs"])
     log = train_log_path(root / params["paths"]["logs"], job)
@@ -273,7 +278,7 @@ def run_status(
         ) from None
     if record_mtime is not None:
         spec = job_spec(params, job)
-        state = record_state(record, spec, root)
+        state = record_state(record, spec, root, prepared)
         sources = {} if sources is None else sources
         key = (job.benchmark, job.dataset)
         if key not in sources:
@@ -336,7 +341,8 @@ def suite_status(params: dict, suite: str | None = None, root: str | Path = ".")
     if suite is not None and suite != params["suite"]:
         params = {**params, "suite": suite}
     sources: dict = {}
-    return [run_status(params, job, root, sources) for job in suite_grid(params)]
+    prepared: dict = {}
+    return [run_status(params, job, root, sources, prepared) for job in suite_grid(params)]
 
 
 def count_states(statuses: list[RunStatus]) -> dict[str, int]:

@@ -43,6 +43,7 @@ from ssmbench.data.download import copy_file
 from ssmbench.data.errors import DataError
 from ssmbench.data.monster import N_FOLDS, check_name, folder_files, repo_id_of
 from ssmbench.data.npy_chunks import read_npy_header, row_chunks, scan_and_convert, write_npy
+from ssmbench.data.prepared_files import seal_prepared
 from ssmbench.data.provenance import check_raw_files, fetch_record
 from ssmbench.io import atomic_folder
 
@@ -268,6 +269,7 @@ def prepare_monster(
             "prepared_with": __version__,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        seal_prepared(tmp)
     return target
 
 

@@ -48,6 +48,7 @@ import numpy as np
 from ssmbench.data.catalog import compare_with_catalog, domain_of
 from ssmbench.data.checksums import sha256_file
 from ssmbench.data.errors import DataError
+from ssmbench.data.prepared_files import seal_prepared
 from ssmbench.data.provenance import check_raw_files, fetch_record
 from ssmbench.data.ts_reader import TsFile, read_ts
 from ssmbench.data.uea import SPLITS, file_names
@@ -311,4 +312,5 @@ def prepare_uea(
             "".join(f"{i}\n" for i in range(n_train, N)), encoding="utf-8"
         )
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        seal_prepared(tmp)
     return target

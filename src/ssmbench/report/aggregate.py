@@ -116,6 +116,7 @@ NOT_IN_METRICS = (
     "resumed",
     "code_digest",
     "dataset_sha256",
+    "prepared_sha256",
     # what the data's preparation warned of: the report log says it, run by run
     "data_warnings",
     "curve_sha256",

@@ -153,8 +153,8 @@ def settings_digest(spec: dict) -> str:
     """What a checkpoint must have been made with to be resumed: the run, its settings
     (but `EXECUTION_KEYS`), the model's hyperparameters, the training code digest (the
     protocol, data store, the model's family: ``ssmbench.staleness.training_code_digest``)
-    and this module's source, the dataset's raw-file checksums, torch's version and the
-    checkpoint format."""
+    and this module's source, the dataset's raw-file and prepared-file checksums, torch's
+    version and the checkpoint format."""
     settings = {k: v for k, v in spec["settings"].items() if k not in EXECUTION_KEYS}
     identity = {
         "run": run_name(spec),
@@ -163,6 +163,7 @@ def settings_digest(spec: dict) -> str:
         "code": spec.get("code"),
         "checkpoint_code": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
         "dataset_sha256": spec.get("dataset_sha256"),
+        "prepared_sha256": spec.get("prepared_sha256"),
         "torch": torch.__version__,
         "format": FORMAT,
     }

@@ -278,6 +278,8 @@ def write_run(
         # the place of params.yaml (or the tuned file) each value came from (precedence)
         "origins": spec.get("origins"),
         "dataset_sha256": spec.get("dataset_sha256"),
+        # the sha256 of each prepared file trained on (meta.json prepared_files)
+        "prepared_sha256": spec.get("prepared_sha256"),
         # what the dataset's preparation warned of (meta.json warnings: a declared subset
         # of the catalog's rows, a difference from the catalog); [] when nothing
         "data_warnings": spec.get("data_warnings", []),

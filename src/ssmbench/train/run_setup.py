@@ -193,6 +193,7 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
     """Seed, read the prepared dataset, split the fold and build the model, in that order
     (the model's initial weights come from the seeded generator). ``validation_only`` (a
     tuning trial): the fold's test rows are neither checked nor kept, so nothing reads them."""
+    from ssmbench.data.prepared_files import check_prepared, prepared_sha256
     from ssmbench.data.store import open_fold
     from ssmbench.models import build_model, is_estimator
     from ssmbench.train.fold_split import read_split
@@ -209,12 +210,15 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     dataset = open_fold(spec["prepared_dir"], fold)  # per_fold: its fold{k}/ folder
+    check_prepared(dataset.path)  # the files are the ones meta.json records
     meta = dataset.meta
-    # what the data were made from, and what their preparation warned of (a declared
-    # subset of the catalog's rows, a difference from the catalog): both go into the record
+    # what the data were made from, the prepared files trained on, and what their
+    # preparation warned of (a declared subset of the catalog's rows, a difference from
+    # the catalog): all go into the record
     spec = {
         **spec,
         "dataset_sha256": meta.get("raw_files"),
+        "prepared_sha256": prepared_sha256(meta),
         "data_warnings": list(meta.get("warnings") or []),
     }
     objective = Objective(meta, dataset.y.shape)

@@ -54,6 +54,7 @@ from ssmbench.data.names import name_problem
 from ssmbench.data.physiome.dataset import TARGET_LAYOUT
 from ssmbench.data.physiome.models import CODE_URL, DOMAIN, PAPER_URL, PHYSIOME_MODELS
 from ssmbench.data.physiome.official import CODE_OF_FOLDER, official_row
+from ssmbench.data.prepared_files import seal_prepared
 from ssmbench.data.provenance import PROVENANCE, recorded_files, refetch_command
 from ssmbench.io import atomic_folder, index_text, prepared_stamp
 
@@ -269,6 +270,7 @@ def write_per_fold_folder(
             (sub / "meta.json").write_text(_json(fold_meta), encoding="utf-8")
         top = {**meta, "fold_scheme": "per_fold", "n_folds": len(folds_arrays)}
         (tmp / "meta.json").write_text(_json(top), encoding="utf-8")
+        seal_prepared(tmp)
     return target
 
 
