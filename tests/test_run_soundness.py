@@ -16,7 +16,8 @@ import ssmbench.complexity as complexity
 import ssmbench.models as models
 from ssmbench.config import Job, job_spec
 from ssmbench.data.errors import DataError
-from ssmbench.io import atomic_write_json, index_text, write_prepared_folder
+from ssmbench.data.prepared_files import write_prepared_folder
+from ssmbench.io import atomic_write_json, index_text
 from ssmbench.params_file import read_params
 from ssmbench.train.checks import DivergedError, LossLimit, check_loss, check_split
 from ssmbench.train.protocol import run_job

@@ -17,11 +17,12 @@ import yaml
 
 from ssmbench.data import sources
 from ssmbench.data.errors import DataError
+from ssmbench.data.prepared_files import write_prepared_folder
 from ssmbench.data.provenance import PROVENANCE
 from ssmbench.data.source_registry import SOURCES
 from ssmbench.data.source_type import Source
 from ssmbench.data.store import PreparedDataset
-from ssmbench.io import index_text, write_prepared_folder
+from ssmbench.io import index_text
 from ssmbench.params_file import SCHEMA_PATH
 
 DATA = Path(sources.__file__).parent

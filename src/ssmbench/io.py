@@ -179,30 +179,6 @@ def remove_leftover_staging(folder: str | os.PathLike, name: str | None = None) 
     return removed
 
 
-def write_prepared_folder(
-    out_dir: str | os.PathLike, name: str, arrays: dict, texts: dict[str, str], meta: dict
-) -> Path:
-    """Write a prepared dataset ``<out_dir>/<name>/`` (docs/contracts.md) in one go: each
-    array as ``.npy`` (no pickles), each text file, and ``meta.json``, in a temporary
-    sibling renamed into place (``atomic_folder``), its meta.json holding each data file's
-    sha256 (``ssmbench.data.prepared_files.seal_prepared``)."""
-    import numpy as np
-
-    from ssmbench.data.prepared_files import seal_prepared
-
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / name
-    with atomic_folder(target) as tmp:
-        for fname, arr in arrays.items():
-            np.save(tmp / fname, arr, allow_pickle=False)
-        for fname, text in texts.items():
-            (tmp / fname).write_text(text, encoding="utf-8")
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        seal_prepared(tmp)
-    return target
-
-
 def index_text(rows: Iterable[int]) -> str:
     """The text of a prepared folder's index file (test/val indices): one row index a line."""
     return "".join(f"{int(i)}\n" for i in rows)

@@ -50,8 +50,9 @@ from ssmbench.data.fixed_test_sets import (
     fmt,
     test_set_keys,
 )
+from ssmbench.data.prepared_files import write_prepared_folder
 from ssmbench.data.store import PreparedDataset
-from ssmbench.io import index_text, prepared_stamp, write_prepared_folder
+from ssmbench.io import index_text, prepared_stamp
 
 TRAIN_RATE = 0.5
 TEST_RATES = (0.1, 0.3, 0.5, 0.7, 0.9)

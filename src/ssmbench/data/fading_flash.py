@@ -65,7 +65,8 @@ from ssmbench.data.fixed_test_sets import (
     fmt,
     test_set_keys,
 )
-from ssmbench.io import index_text, prepared_stamp, write_prepared_folder
+from ssmbench.data.prepared_files import write_prepared_folder
+from ssmbench.io import index_text, prepared_stamp
 
 NAME = "FadingFlash"
 #: The noisy variant (the reference's ``noisy_sigma_in`` / ``noisy_sigma_out``): the same

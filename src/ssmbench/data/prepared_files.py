@@ -125,3 +125,27 @@ def _recorded(path: str, mtime_ns: int, size: int) -> dict | None:
 def _sha256(path: str, size: int, mtime_ns: int) -> str:
     # keyed on the file's size and date: one read per file per process
     return sha256_file(Path(path))
+
+
+def write_prepared_folder(
+    out_dir: str | os.PathLike, name: str, arrays: dict, texts: dict[str, str], meta: dict
+) -> Path:
+    """Write a prepared dataset ``<out_dir>/<name>/`` (docs/contracts.md) in one go: each
+    array as ``.npy`` (no pickles), each text file, and ``meta.json``, in a temporary
+    sibling renamed into place (``atomic_folder``), its meta.json holding each data file's
+    sha256 (`seal_prepared`)."""
+    import numpy as np
+
+    from ssmbench.io import atomic_folder
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / name
+    with atomic_folder(target) as tmp:
+        for fname, arr in arrays.items():
+            np.save(tmp / fname, arr, allow_pickle=False)
+        for fname, text in texts.items():
+            (tmp / fname).write_text(text, encoding="utf-8")
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        seal_prepared(tmp)
+    return target

@@ -37,8 +37,9 @@ from pathlib import Path
 import numpy as np
 
 from ssmbench.data.errors import DataError
+from ssmbench.data.prepared_files import write_prepared_folder
 from ssmbench.data.store import PreparedDataset
-from ssmbench.io import index_text, prepared_stamp, write_prepared_folder
+from ssmbench.io import index_text, prepared_stamp
 
 #: The six UEA sets of the TIDES paper's (and the Log-NCDE paper's) UEA table.
 UEA6 = (

@@ -33,8 +33,9 @@ from ssmbench.data.physiome.settings import (
     seed_words,
 )
 from ssmbench.data.physiome.simulate import simulate_physiome
+from ssmbench.data.prepared_files import write_prepared_folder
 from ssmbench.data.provenance import PROVENANCE, refetch_command, verified_provenance
-from ssmbench.io import index_text, prepared_stamp, write_prepared_folder
+from ssmbench.io import index_text, prepared_stamp
 
 #: how our protocol differs from the reference's, written into ``meta["deviations"]``
 #: (``ssmbench.data.physiome`` says why)
