@@ -24,6 +24,21 @@ from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.train.checkpoint import RESUME_EXIT_CODE
 
 
+@pytest.fixture(autouse=True)
+def signals_at_their_defaults():
+    """SIGINT and SIGHUP at their defaults while a test starts its processes: a test
+    worker (pytest-xdist's) may ignore them, and a child inherits an ignored signal, which
+    a run then rightly keeps ignoring (as under nohup)."""
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGHUP)}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     """A copy of the project with BasicMotions prepared; checkpoints after every epoch."""
@@ -35,6 +50,12 @@ def project(tmp_path_factory) -> Path:
     fetch_uea("BasicMotions", root / "data/raw/uea", archive_dir=None, download=False)
     prepare_uea("BasicMotions", root / "data/raw/uea", root / "data/prepared/uea")
     return root
+
+
+def _no_record(project: Path) -> None:
+    """The run as if never trained (a test before may have left its record or checkpoint)."""
+    for path in paths(project):
+        path.unlink(missing_ok=True)
 
 
 def _clean_stop(project: Path, rc: int, log: str, name: str) -> None:
@@ -51,6 +72,7 @@ def _clean_stop(project: Path, rc: int, log: str, name: str) -> None:
 
 @pytest.mark.parametrize("name", ["SIGINT", "SIGHUP"])
 def test_sigint_and_sighup_mid_training_stop_as_sigterm_does(project, name):
+    _no_record(project)
     run = Train(project)
     run.wait_for("epoch    2/")
     run.proc.send_signal(signal.Signals[name])
@@ -59,6 +81,7 @@ def test_sigint_and_sighup_mid_training_stop_as_sigterm_does(project, name):
 
 
 def test_a_second_sigterm_while_stopping_changes_nothing(project):
+    _no_record(project)
     run = Train(project)
     run.wait_for("epoch    2/")
     run.proc.send_signal(signal.SIGTERM)
@@ -103,6 +126,7 @@ def _run_signalled_at_start(project: Path, tmp_path: Path, name: str, *command: 
 
 @pytest.mark.parametrize("name", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_a_signal_while_the_command_line_starts_is_a_resumable_stop(project, tmp_path, name):
+    _no_record(project)
     done = _run_signalled_at_start(
         project, tmp_path, name, "train", "--benchmark", JOB.benchmark, "--dataset",
         JOB.dataset, "--model", JOB.model, "--fold", str(JOB.fold), "--max-epochs", str(EPOCHS),

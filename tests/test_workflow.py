@@ -186,7 +186,7 @@ def test_dvc_repro_reruns_only_report_after_plot_code_change(tmp_path):
     assert re.search(r"^train\s+1$", run(["snakemake", "-n", "runs"], project, env), re.M)
 
     shown = run(["dvc", "metrics", "show"], project, env)
-    assert "results/summary.json" in shown and "uea.MS4N.mean_error" in shown
+    assert "results/metrics/uea/MS4N.json" in shown and "test_error" in shown
 
 
 def test_corrupt_ts_fails_its_dataset_only_and_leaves_no_record(tmp_path, shared_uea):

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -159,10 +158,8 @@ def fetch(name: str, raw_dir: str | Path, settings: dict, *, force: bool = False
 def prepare(name: str, raw_dir: str | Path, out_dir: str | Path, settings: dict) -> Path:
     """Write the prepared folder `<out_dir>/<name>/` from the raw files; return it. A raw
     copy that no longer stands for its source (`raw_copy_problem`) is not prepared: the
-    error names why and the fetch that fetches it again. A raw copy the preparation
-    refuses (a damaged file) leaves no prepared folder: the one prepared before stood for
-    files that are gone, and without it the dataset's records are not current
-    (``ssmbench.staleness.record_state``) until it is prepared again."""
+    error names why and the fetch that fetches it again; a prepared folder made before is
+    kept."""
     _plain_name("prepare", name)
     source = _source(settings)
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
@@ -175,17 +172,7 @@ def prepare(name: str, raw_dir: str | Path, out_dir: str | Path, settings: dict)
                 f"{raw_dir.name} --dataset {name}`, or rerun the workflow). The prepared "
                 f"folder {out_dir / name}, if any, was kept."
             )
-        try:
-            return SOURCES[source].prepare(name, raw_dir, out_dir, settings)
-        except DataError as exc:
-            old = out_dir / name
-            if not old.is_dir():
-                raise
-            shutil.rmtree(old)
-            raise DataError(
-                f"{exc} The prepared folder {old}, made from the files it replaced, was "
-                f"removed: the dataset's records are not current until it is prepared again."
-            ) from exc
+        return SOURCES[source].prepare(name, raw_dir, out_dir, settings)
 
 
 def raw_copy_problem(name: str, raw_dir: str | Path, settings: dict) -> str | None:
