@@ -15,8 +15,8 @@ hold with its entry (:data:`CHECKED_FIELDS`): for UEA a difference is an error (
 file cut short at a line end reads as fewer rows and raises nothing else), for MONSTER a
 recorded warning. A difference that is known and accepted is written into the entry as
 ``expected_differences``: ``{field: {"data": the value the files hold, "reason": why}}``;
-the value is pinned, so another value is still a difference. None is listed today: the
-ten UEA sets of ``../shared/data/uea`` agree with their entries in every field.
+the value is pinned, so another value is still a difference. No entry lists one: the UEA
+sets checked against the archive's files agree with their entries in every field.
 
 ``MONSTER_DATASETS`` holds the 29 MONSTER datasets of the MS4N study, grouped by domain as
 the MS4N paper's Table 4 groups them (its "SI" column is ``"Satellite"`` here). ``N``
