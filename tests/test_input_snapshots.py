@@ -348,7 +348,7 @@ def test_status_and_train_see_a_source_changed_after_the_record(tmp_path):
     status = run_status(params, job, root)
     assert status.state == "stale", status
     assert status.detail.startswith(
-        f"its data's source changed since it was fetched: {archive / UEA / UEA}_TRAIN.ts "
+        f"its raw copy no longer stands for its source: {archive / UEA / UEA}_TRAIN.ts "
         "changed since it was fetched"
     ), status.detail
 
@@ -358,7 +358,7 @@ def test_status_and_train_see_a_source_changed_after_the_record(tmp_path):
         cwd=root, env=tool_env(root), capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert f"warning: uea/{UEA}: its source changed since it was fetched: " in done.stderr
+    assert f"warning: uea/{UEA}: its raw copy no longer stands for its source: " in done.stderr
     assert (
         "`ssmbench train` reads (and judges a record current against) the prepared copy of "
         "what was fetched" in done.stderr

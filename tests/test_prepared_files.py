@@ -146,3 +146,43 @@ def _archive(folder: Path, truncated: bool) -> Path:
             data = data[: len(data) // 2]
         (folder / "BasicMotions" / f"BasicMotions_{split}.ts").write_bytes(data)
     return folder
+
+
+def test_a_source_that_fails_to_prepare_leaves_no_current_record(tmp_path, capsys):
+    """The archive replaced by a damaged one: the fetch copies it and the prepare refuses
+    it, keeping the prepared folder made before (its records stand for the files it was
+    made from, and a repaired source is prepared into it again). The raw copy is marked
+    rejected, so the dataset's record is no longer current: `ssmbench status` says why
+    and the workflow plans the fetch, the prepare and the run again. The archive
+    repaired and prepared again, the record is current again."""
+    archive = _archive(tmp_path / "archive", truncated=False)
+
+    def edit(params):
+        _edit(params)
+        params["benchmarks"]["uea"]["archive_dir"] = str(archive)
+
+    root = make_project(tmp_path / "proj", edit)
+    for step in ("fetch", "prepare"):
+        rc, printed = _in(root, [step, "--benchmark", "uea", "--dataset", "BasicMotions"], capsys)
+        assert rc == 0, printed
+    rc, printed = _in(root, [*TRAIN, "--fold", "0", "--suite", SUITE], capsys)
+    assert rc == 0, printed
+    assert _state(root).state == "done"
+
+    _archive(archive, truncated=True)  # the source replaced by a damaged copy
+    rc, printed = _in(root, ["fetch", "--benchmark", "uea", "--dataset", "BasicMotions"], capsys)
+    assert rc == 0, printed
+    rc, printed = _in(root, ["prepare", "--benchmark", "uea", "--dataset", "BasicMotions"], capsys)
+    assert rc != 0 and "marked bad" in printed, printed
+    assert (root / "data/prepared/uea/BasicMotions/meta.json").is_file()  # kept
+    status = _state(root)
+    assert status.state == "stale", status
+    assert "failed to prepare" in status.detail, status.detail
+    rc, printed = _in(root, ["--suite", SUITE, "status"], capsys)
+    assert "failed to prepare" in printed, printed
+
+    _archive(archive, truncated=False)  # repaired: the same files as before
+    for step in ("fetch", "prepare"):
+        rc, printed = _in(root, [step, "--benchmark", "uea", "--dataset", "BasicMotions"], capsys)
+        assert rc == 0, printed
+    assert _state(root).state == "done"

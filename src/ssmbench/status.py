@@ -286,7 +286,7 @@ def run_status(
         if state.current and sources[key]:
             return status(
                 "stale",
-                f"its data's source changed since it was fetched: {sources[key]}; the "
+                f"its raw copy no longer stands for its source: {sources[key]}; the "
                 "workflow fetches, prepares and trains it again",
             )
         if state.current:

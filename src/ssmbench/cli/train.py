@@ -101,8 +101,8 @@ def _train(args, stop) -> int:
     changed = source_changed(params, args.benchmark, args.dataset)
     if changed:
         log(
-            f"warning: {args.benchmark}/{args.dataset}: its source changed since it was "
-            f"fetched: {changed}. `ssmbench train` reads (and judges a record current "
+            f"warning: {args.benchmark}/{args.dataset}: its raw copy no longer stands for "
+            f"its source: {changed}. `ssmbench train` reads (and judges a record current "
             f"against) the prepared copy of what was fetched; fetch and prepare it again "
             f"(`ssmbench fetch --benchmark {args.benchmark} --dataset {args.dataset}`, then "
             f"`ssmbench prepare`, or rerun the workflow) to train on the source as it is"

@@ -56,6 +56,7 @@ __all__ = [
     "fetch",
     "prepare",
     "raw_copy_problem",
+    "rejected_copy_problem",
     "source_files",
 ]
 
@@ -178,11 +179,29 @@ def prepare(name: str, raw_dir: str | Path, out_dir: str | Path, settings: dict)
 def raw_copy_problem(name: str, raw_dir: str | Path, settings: dict) -> str | None:
     """Why the fetched raw copy ``<raw_dir>/<name>/`` no longer stands for where
     ``settings`` take the dataset from (another ``archive_dir`` or ``local_dir``, a source
-    file changed in place since the fetch); None when it does, when nothing was fetched, or
-    for a source without such a check. Without network; an unchanged source file (same
-    path, size, times and inode as at the fetch) is not read, a changed one is hashed."""
+    file changed in place since the fetch, a copy that failed to prepare: marked rejected
+    by `reject_raw_copy`); None when it does, when nothing was fetched, or for a source
+    without such a check. Without network; an unchanged source file (same path, size,
+    times and inode as at the fetch) is not read, a changed one is hashed."""
+    rejected = rejected_copy_problem(Path(raw_dir) / name)
+    if rejected is not None:
+        return rejected
     check = SOURCES[_source(settings)].raw_copy_problem
     return None if check is None else check(name, Path(raw_dir), settings)
+
+
+def rejected_copy_problem(dest: Path) -> str | None:
+    """Why the raw copy ``dest`` stands for no data: it failed to prepare (its
+    ``provenance.json`` moved aside to :data:`REJECTED` with the error, and not fetched
+    again since); None otherwise. The prepared folder made before is kept, but a record made
+    from it no longer stands for the source: the fetch, the prepare and the run are due."""
+    if (dest / PROVENANCE).exists() or not (dest / REJECTED).is_file():
+        return None
+    try:
+        error = json.loads((dest / REJECTED).read_text(encoding="utf-8"))["rejected"]["error"]
+    except (OSError, ValueError, KeyError, TypeError):
+        error = f"see {dest / REJECTED}"
+    return f"it failed to prepare ({error})"
 
 
 def source_files(name: str, settings: dict) -> list[Path]:
