@@ -11,8 +11,8 @@ Real runs of MS4 on BasicMotions (2 epochs, test scores per epoch on) through th
   metrics.csv and curves.csv with a log line naming the file;
 * a record without its digest, one holding a NaN and one copied over another fold's path
   are not current (``edited`` in `ssmbench status`; `ssmbench train` trains the run
-  again); the records committed under benchmarks/records (written before records were
-  sealed) are still read by the report;
+  again), and the report leaves the unsealed one out; the records committed under
+  benchmarks/records are sealed and read by the report;
 * a tuned file written by the real tune stage, with a value outside its search space
   (``d_model: 7``) or any other edit, is refused by `ssmbench train` with one error line
   naming the file, the key, the value and the space;
@@ -192,9 +192,9 @@ def _train_again(project: Path, capsys) -> str:
     return printed.out + printed.err
 
 
-def test_a_record_without_its_digest_is_refused(project, runs):
+def test_a_record_without_its_digest_is_refused(project, runs, caplog, tmp_path):
     """Deleting content_sha256 must not turn the check off: an unsealed record with its
-    test_error typed over is not current."""
+    test_error typed over is not current, and the report leaves it out of every table."""
     path = EDITED.record_path(runs)
 
     def unseal(record):
@@ -207,6 +207,9 @@ def test_a_record_without_its_digest_is_refused(project, runs):
     assert status.detail.startswith(
         "changed by hand: fold0.json: it is not sealed (no content_sha256)"
     ), status.detail
+    metrics, curves = _report(project, tmp_path, caplog)
+    assert list(metrics["fold"]) == [1] and set(curves["fold"]) == {1}
+    assert "fold0.json: it is not sealed (no content_sha256)" in caplog.text
 
 
 def test_a_record_with_a_non_finite_metric_is_refused(project, runs):

@@ -212,11 +212,11 @@ def _record(runs: Path, model: str, fold: int, test_error: float, best_epoch: in
     text = epoch_test_scores.scores_text(rows)
     scores = scores_path_of(path)
     scores.write_text(text)
-    path.write_text(json.dumps({
+    path.write_text(json.dumps(sealed({
         "benchmark": "uea", "dataset": "Libras", "model": model, "fold": fold,
         "task": "classification", "test_error": test_error, "best_epoch": best_epoch,
         SCORES_FILE_KEY: scores.name, SCORES_SHA256_KEY: sha256_hex(text.encode()),
-    }))  # fmt: skip
+    })))  # fmt: skip
 
 
 def test_optimism_is_the_tested_error_less_the_best_test_error(tmp_path):

@@ -25,6 +25,7 @@ from ssmbench.report.physiome_table import (
 )
 from ssmbench.report.reference import load_published_physiome
 from ssmbench.report.tables import MISSING
+from ssmbench.staleness import sealed
 
 #: The leaderboard's summary rows as its README prints them (kloetergensc/Physiome-ODE
 #: @4829169). Its Wins row gives Neural Flows 2, but its table bolds Neural Flows nowhere:
@@ -192,7 +193,7 @@ def test_the_report_writes_the_table_the_diagram_and_the_leaderboard_counts(tmp_
     for record in _records(cells).to_dict("records"):
         folder = runs / record["benchmark"] / record["dataset"] / record["model"]
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"fold{record['fold']}.json").write_text(json.dumps(record))
+        (folder / f"fold{record['fold']}.json").write_text(json.dumps(sealed(record)))
     results, figures = tmp_path / "results", tmp_path / "figures"
     written = build_report(runs, results, figures, {})
     assert {"physiome_results_md", "physiome_cd_png", "physiome_cd_pdf"} <= set(written)

@@ -25,6 +25,7 @@ from ssmbench.report.aggregate import NOT_IN_METRICS
 from ssmbench.report.outputs import report_outputs
 from ssmbench.report.paper_tables import per_dataset_table
 from ssmbench.report.results import ours_per_dataset, paper_per_dataset
+from ssmbench.staleness import sealed
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +118,9 @@ def runs_dir(tmp_path: Path) -> Path:
         for fold, err in enumerate(errs):
             n_epochs = 25 if (model == "MS4" and fold == 1) else 30  # one stopped earlier
             _curve(model, n_epochs).to_csv(d / f"fold{fold}.curve.csv", index=False)
-            (d / f"fold{fold}.json").write_text(json.dumps(_record(dataset, model, fold, err)))
+            (d / f"fold{fold}.json").write_text(
+                json.dumps(sealed(_record(dataset, model, fold, err)))
+            )
     # Noise the readers must ignore: a temp record, an unfinished run's curve.
     d = runs / "uea" / "BasicMotions" / "MS4N"
     (d / ".fold2.json.x1y2.tmp").write_text("{half")
@@ -319,7 +322,7 @@ def _rerun(runs_dir: Path, hours: int) -> None:
             code_digest=f"digest{hours}",
             dataset_sha256={"x.ts": f"{hours}"},
         )
-        path.write_text(json.dumps(record))
+        path.write_text(json.dumps(sealed(record)))
     for path in runs_dir.rglob("fold*.curve.csv"):
         curve = pd.read_csv(path, float_precision="round_trip")
         curve["seconds"] = curve["seconds"] * hours + 0.123
@@ -360,7 +363,7 @@ def test_a_partial_grid_renders_every_artefact_and_logs_its_gaps(tmp_path, caplo
         for fold, err in enumerate((0.1, 0.2)):
             record = {"benchmark": bench, "dataset": dataset, "model": "MS4N", "fold": fold,
                       "test_error": err}  # fmt: skip
-            (folder / f"fold{fold}.json").write_text(json.dumps(record))
+            (folder / f"fold{fold}.json").write_text(json.dumps(sealed(record)))
     results, figures = tmp_path / "results", tmp_path / "figures"
     benchmarks = ["monster", "synthetic", "uea"]
     with caplog.at_level("INFO"):

@@ -27,6 +27,7 @@ from ssmbench.report.outputs import (
     figure_files,
     report_outputs,
 )
+from ssmbench.staleness import sealed
 
 #: Every benchmark with artefacts of its own, and one the paper lacks.
 EVERY_BENCHMARK = (*PAPER_BENCHMARKS, "synthetic", "uea_drop", "uea6", "physiome",
@@ -133,7 +134,7 @@ def _runs(tmp_path, benchmark: str):
         for fold, err in enumerate(errors):
             record = {"benchmark": benchmark, "dataset": "ToySet", "model": model,
                       "fold": fold, "test_error": err, "best_epoch": 2}  # fmt: skip
-            (folder / f"fold{fold}.json").write_text(json.dumps(record))
+            (folder / f"fold{fold}.json").write_text(json.dumps(sealed(record)))
             curve = pd.DataFrame({"epoch": [1, 2, 3], "train_loss": [1.0, 0.5, 0.4],
                                   "train_accuracy": [0.5, 0.7, 0.8], "val_loss": [1.0, 0.6, 0.5],
                                   "val_accuracy": [0.5, 0.6, 0.7], "seconds": 0.1})  # fmt: skip

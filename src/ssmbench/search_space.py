@@ -31,9 +31,8 @@ and ``training_settings`` (what a train job applies), and the sha256 of its own 
 (``content_sha256``, ``ssmbench.staleness.sealed``). ``tuned_params`` reads it back and
 refuses a file of another model, benchmark or dataset, with names or values outside the
 space (in ``params``, ``model_params`` or ``training_settings``, which must agree), or
-whose content is not what the tune stage wrote (changed by hand). A file without
-``content_sha256`` (written before tuned files were sealed) is vouched for by its name,
-its values still held to the space.
+whose content is not what the tune stage wrote (changed by hand, or without its
+``content_sha256``).
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ when it has none. The record also holds the sha256 of its own content
 (``content_sha256``, `content_sha256`), so a record edited after it was written (a
 ``test_error`` typed over) is seen too; `unit_problems` gathers what of the unit is not as
 written, which ``ssmbench status`` reports as ``edited`` and the report leaves out. A
-record without ``content_sha256`` (written by an ssmbench that did not seal its records)
-is read as it is: its content is vouched for by its name alone.
+record without ``content_sha256`` (made by hand, or its digest deleted) is not as written
+either.
 
 The code digest (`training_code_digest`) covers the code a run's result depends on beyond
 its settings (`digested_modules`): the train package, the prepared-data store, the
@@ -340,11 +340,12 @@ def sealed(content: dict) -> dict:
 
 def content_problem(content: dict) -> str | None:
     """Why ``content`` (a record or a tuned file, as read) is not what was written with
-    its CONTENT_SHA256_KEY; None when it is, or when it holds none (a file written before
-    files were sealed, vouched for by its name alone)."""
+    its CONTENT_SHA256_KEY, or holds none (unsealed: made by hand, or its digest deleted);
+    None when it is as written. The digest guards against accidents (a value typed over, a
+    file half-written or mixed with another), not against someone who recomputes it."""
     expected = content.get(CONTENT_SHA256_KEY)
     if expected is None:
-        return None
+        return f"it is not sealed (no {CONTENT_SHA256_KEY})"
     if content_sha256(content) != expected:
         return f"its content does not match its {CONTENT_SHA256_KEY}"
     return None
@@ -356,13 +357,10 @@ IDENTITY_KEYS = ("benchmark", "dataset", "model", "fold")
 
 def record_problems(record: dict, spec: dict, non_finite: bool = True) -> list[str]:
     """What makes a record, as read, unfit to stand for the run ``spec`` asks for, beyond
-    its content digest: it holds no CONTENT_SHA256_KEY (unsealed: hand-made, or a digest
-    deleted), a NaN or inf anywhere (every writer refuses one; ``non_finite=False``: the
+    its content digest (`content_problem`): a NaN or inf anywhere (every writer refuses one; ``non_finite=False``: the
     caller's parser saw none, `read_record_json`), or it names another run than ``spec``
     (a record copied over another run's path). Empty when none."""
     problems = []
-    if CONTENT_SHA256_KEY not in record:
-        problems.append(f"it is not sealed (no {CONTENT_SHA256_KEY})")
     bad = non_finite_fields(record) if non_finite else []
     if bad:
         problems.append(f"it holds non-finite values ({', '.join(bad[:3])})")

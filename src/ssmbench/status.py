@@ -16,8 +16,8 @@ run's whole output there, and a new attempt starts it afresh):
     it (``ssmbench.staleness.unit_problems``; a run killed between publishing its curve
     and its record leaves the same mismatch). The detail names the file and what to do:
     re-run the job with ``--force`` or restore the file. The workflow reruns it, and the
-    report leaves it out. A record without ``content_sha256`` (written before records
-    were sealed) is vouched for by its name, as are the files it names without a sha256.
+    report leaves it out. So is a record without ``content_sha256`` (made by hand, or its
+    digest deleted); a file the record names without a sha256 is vouched for by its name.
 ``stale``
     The record exists but is not current: made with other settings (model
     hyperparameters, protocol, suite overrides) or other training code: the workflow

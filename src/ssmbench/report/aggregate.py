@@ -230,8 +230,8 @@ def read_record(path: str | os.PathLike, runs_dir: str | os.PathLike | None = No
 def edited_problems(path: str | os.PathLike, record: dict) -> list[str]:
     """What of a run the tables read is not as it was written: the record's content and
     its curve (``ssmbench.staleness.unit_problems`` without the test scores, which no main
-    table reads). Empty for a run as written, and for a record written before records
-    held their own sha256 (vouched for by its name)."""
+    table reads); a record without its own sha256 is not as written. Empty for a run as
+    written."""
     return unit_problems(path, record, scores=False)
 
 
