@@ -380,6 +380,15 @@ def test_fold_dicts_that_do_not_fit_are_refused(tmp_path, folds):
     fold["valid"] = fold["valid"][:-1]
     with pytest.raises(DataError, match=r"cover 39 of the 40 rows"):
         prepare_from_folds(CODE, [fold], tmp_path, {})
+    for key, at, value, said in (
+        ("T", (4, 2), np.nan, r"fold 0: T\[4, 2\] = nan; times must be finite and >= 0"),
+        ("X", (3, 1, 0), np.inf, r"fold 0: X\[3, 1, 0\] = inf; values are finite, or NaN"),
+        ("Y", (2, 0, 0), -np.inf, r"fold 0: Y\[2, 0, 0\] = -inf; values are finite, or NaN"),
+    ):
+        fold = copy.deepcopy(folds[FOLDER][0])
+        fold[key][at] = value
+        with pytest.raises(DataError, match=said):
+            prepare_from_folds(CODE, [fold], tmp_path, {})
     with pytest.raises(DataError, match=r"one C expected"):
         prepare_from_folds(CODE, [folds[FOLDER][0], folds[OTHER_FOLDER][0]], tmp_path, {})
     assert not (tmp_path / CODE).exists()

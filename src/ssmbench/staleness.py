@@ -357,9 +357,10 @@ IDENTITY_KEYS = ("benchmark", "dataset", "model", "fold")
 
 def record_problems(record: dict, spec: dict, non_finite: bool = True) -> list[str]:
     """What makes a record, as read, unfit to stand for the run ``spec`` asks for, beyond
-    its content digest (`content_problem`): a NaN or inf anywhere (every writer refuses one; ``non_finite=False``: the
-    caller's parser saw none, `read_record_json`), or it names another run than ``spec``
-    (a record copied over another run's path). Empty when none."""
+    its content digest (`content_problem`): a NaN or inf anywhere (every writer refuses
+    one; ``non_finite=False``: the caller's parser saw none, `read_record_json`), or it
+    names another run than ``spec`` (a record copied over another run's path). Empty when
+    none."""
     problems = []
     bad = non_finite_fields(record) if non_finite else []
     if bad:

@@ -112,8 +112,8 @@ def _lengths(times: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 def _check_fold(fold: dict, where: str) -> tuple[np.ndarray, ...]:
     """The fold's tensors as float32 and its split indices as int64, checked: shapes that
-    fit, finite non-negative times, and splits that are disjoint, non-empty and cover
-    the rows (a test row in the training rows is an error)."""
+    fit, finite non-negative times, values finite or NaN, and splits that are disjoint,
+    non-empty and cover the rows (a test row in the training rows is an error)."""
     missing = [k for k in (*FOLD_TENSORS, *FOLD_SPLITS) if k not in fold]
     if missing:
         raise DataError(
@@ -138,7 +138,16 @@ def _check_fold(fold: dict, where: str) -> tuple[np.ndarray, ...]:
         if bad.any():
             row, step = (int(v) for v in np.argwhere(bad)[0])
             raise DataError(
-                f"{where}: {name}[{row}, {step}] = {t[row, step]!r}; times must be finite and >= 0"
+                f"{where}: {name}[{row}, {step}] = {float(t[row, step])!r}; times must be "
+                "finite and >= 0"
+            )
+    for name, v in (("X", X), ("Y", Y)):
+        bad = np.isinf(v)  # NaN is "not observed"; an infinity is no value the format has
+        if bad.any():
+            row, step, channel = (int(i) for i in np.argwhere(bad)[0])
+            raise DataError(
+                f"{where}: {name}[{row}, {step}, {channel}] = "
+                f"{float(v[row, step, channel])!r}; values are finite, or NaN where not observed"
             )
     n = len(X)
     splits = []
