@@ -81,3 +81,10 @@ rule all:
         rules.runs.input,
         rules.report.output,
     default_target: True
+
+
+# Snakemake ends with "At least one job did not complete successfully" after a failed job
+# and after a SIGTERM to Snakemake alone, which starts no new job and lets the running ones
+# finish (their records are written): the line before it counts the suite's runs by state.
+onerror:
+    print(stop_summary(), file=sys.stderr)

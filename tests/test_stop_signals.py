@@ -146,3 +146,46 @@ def test_other_commands_end_as_the_signal_ends_them(project, tmp_path):
     done = _run_signalled_at_start(project, tmp_path, "SIGINT", "suites")
     assert done.returncode == 130 and done.stdout == "", done
     assert done.stderr.strip() == "ssmbench suites: interrupted"
+
+
+@pytest.mark.integration
+def test_sigterm_to_snakemake_alone_finishes_the_running_job_and_counts_the_runs(tmp_path):
+    """A SIGTERM to Snakemake alone starts no new job and lets the running one finish:
+    its record is written, the next run is not started, and after Snakemake's own "did
+    not complete" (which follows) the workflow counts the suite's runs by state."""
+
+    def edit(params):
+        params["suites"]["stop"] = {
+            "description": "a SIGTERM to Snakemake: two runs of a few seconds each",
+            "benchmarks": {"uea": ["BasicMotions"]},
+            "models": ["MS4"],
+            "folds": [0, 1],
+            "overrides": {"max_epochs": 150, "early_stopping_patience": 1000},
+        }
+        params["suite"] = "stop"
+
+    root = make_project(tmp_path / "proj", edit)
+    fetch_uea("BasicMotions", root / "data/raw/uea", archive_dir=None, download=False)
+    prepare_uea("BasicMotions", root / "data/raw/uea", root / "data/prepared/uea")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "runs"],
+        cwd=root, env=tool_env(root), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, start_new_session=True,
+    )  # fmt: skip
+    logs = root / "logs/train/uea/BasicMotions/MS4"
+    deadline = time.monotonic() + 240
+    while not any("epoch    2/" in p.read_text() for p in logs.glob("fold*.log")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[0]
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)  # Snakemake's process only, not its job's
+    out = proc.communicate(timeout=600)[0]
+    assert proc.returncode != 0, out
+    assert "Will exit after finishing currently running jobs" in out, out
+    records = list((root / "results/runs/uea/BasicMotions/MS4").glob("fold?.json"))
+    assert len(records) == 1, (records, out)  # the running job finished, no other began
+    lines = out.splitlines()
+    counted = [i for i, line in enumerate(lines) if line.startswith("ssmbench: suite 'stop'")]
+    assert len(counted) == 1, out
+    assert lines[counted[0]].startswith("ssmbench: suite 'stop': 2 runs: 1 done, "), out
+    assert "and also a SIGTERM to Snakemake" in lines[counted[0]], out
+    assert lines.index("At least one job did not complete successfully.") > counted[0], out

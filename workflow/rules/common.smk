@@ -321,6 +321,23 @@ def keep_going_inside_slurm_job():
         settings.keep_going = True
 
 
+def stop_summary():
+    """One line for Snakefile's onerror: the suite's runs counted by state (`ssmbench
+    status`'s summary), so that a stop is read by what it left, not by Snakemake's message."""
+    from ssmbench.status import suite_status, summary_line
+
+    try:
+        counts = summary_line(SUITE, suite_status(config, SUITE))
+    except Exception as exc:  # the count is a courtesy: never hide Snakemake's own error
+        return f"ssmbench: `ssmbench status` lists each run's state ({exc})"
+    return (
+        f"ssmbench: {counts} (`ssmbench status` lists each): the finished runs' records are "
+        "kept and the next run of the workflow trains the rest. Snakemake's \"At least one "
+        "job did not complete successfully\" below follows a failed job, and also a SIGTERM "
+        "to Snakemake, which starts no new job and lets the running ones finish."
+    )
+
+
 USES_GPU_MODEL = TRAIN_RESOURCES.sets("gpu_model")
 USES_SLURM_EXTRA = TRAIN_RESOURCES.sets("slurm_extra")
 
