@@ -110,6 +110,20 @@ def main(argv: list[str] | None = None) -> int:
             release_early(deliver=False)
 
 
+def _config_error() -> type[Exception]:
+    """params.yaml's error (ssmbench.params_file.ConfigError); where its reader cannot be
+    imported (no PyYAML: `ssmbench offline unpack` before the project's packages are
+    installed), a class no command raises, as none can read params.yaml there."""
+    try:
+        from ssmbench.params_file import ConfigError
+    except ImportError:
+
+        class ConfigError(Exception):
+            pass
+
+    return ConfigError
+
+
 def _main(argv: list[str] | None) -> int:
     from ssmbench.train.stop import release_early
 
@@ -117,7 +131,7 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     if (problem := merge_config_arguments(args)) is not None:
         parser.error(problem)
-    from ssmbench.config import ConfigError
+    ConfigError = _config_error()
     from ssmbench.data.errors import DataError
     from ssmbench.report.errors import RecordError
     from ssmbench.search_space import SearchError
