@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from wheel_index import WheelIndex, installed_metadata, make_wheel
+from wheel_index import WheelIndex, installed_metadata, make_sdist, make_wheel
 
 from ssmbench.data.errors import DataError
 from ssmbench.offline.unpack import _python
@@ -92,6 +92,26 @@ def test_wheels_come_from_the_index_and_install_without_one(tmp_path, pip_here, 
     assert _importable(site, "import ssmbt_a, ssmbt_c; print(ssmbt_a.VERSION)") == "2.0"
     install_wheels(wheels, site=site)  # again, over the first install
     assert _importable(site, "import ssmbt_c; print(ssmbt_c.VERSION)") == "3.0"
+
+
+def test_a_package_the_index_has_only_as_source_is_built_into_a_wheel(
+    tmp_path, pip_here, monkeypatch
+):
+    make_sdist(tmp_path / "made", "ssmbt-s", "1.0")
+    make_wheel(tmp_path / "made", "ssmbt-c", "3.0")
+    with WheelIndex(tmp_path / "made") as index:
+        monkeypatch.setenv("PIP_INDEX_URL", index.url)
+        # for another node's Python too: the wheel built is pure Python
+        wheels = download_wheels(
+            [("ssmbt-c", "3.0"), ("ssmbt-s", "1.0")], tmp_path / "wheels", python_version="3.12"
+        )
+    assert [w.name for w in wheels] == [
+        "ssmbt_c-3.0-py3-none-any.whl",
+        "ssmbt_s-1.0-py3-none-any.whl",
+    ]
+    assert sorted(p.name for p in (tmp_path / "wheels").iterdir()) == [w.name for w in wheels]
+    install_wheels(wheels, site=tmp_path / "site")
+    assert _importable(tmp_path / "site", "import ssmbt_s; print(ssmbt_s.VERSION)") == "1.0"
 
 
 def test_a_pin_the_index_lacks_is_named_in_the_error(tmp_path, pip_here, monkeypatch):

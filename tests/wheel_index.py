@@ -2,10 +2,12 @@
 tests of pip's download and install (nothing reaches the internet).
 
 ``make_wheel(folder, name, version, requires)`` writes a pure-Python wheel whose module
-(the name with ``_`` for ``-``) holds ``VERSION``; ``installed_metadata(env, ...)`` writes
-only a distribution's ``.dist-info`` into a folder, as pip installs one, for reading with
-``importlib.metadata``; ``with WheelIndex(folder) as index:`` serves the wheels of
-``folder`` as a PEP 503 simple index at ``index.url``.
+(the name with ``_`` for ``-``) holds ``VERSION``; ``make_sdist(folder, name, version)``
+the source of the same, built by a backend of its own (no build requirement to fetch);
+``installed_metadata(env, ...)`` writes only a distribution's ``.dist-info`` into a folder,
+as pip installs one, for reading with ``importlib.metadata``; ``with WheelIndex(folder) as
+index:`` serves the wheels and sources of ``folder`` as a PEP 503 simple index at
+``index.url``.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import base64
 import functools
 import hashlib
 import html
+import io
 import re
+import tarfile
 import threading
 import zipfile
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -50,6 +54,62 @@ def make_wheel(folder: Path, name: str, version: str, requires: list[str] = ()) 
     return path
 
 
+#: the in-tree build backend of make_sdist's package: the wheel make_wheel would write
+_BACKEND = r"""
+import base64, hashlib, os, zipfile
+
+NAME, VERSION = "@NAME@", "@VERSION@"
+MODULE = NAME.replace("-", "_")
+INFO = f"{MODULE}-{VERSION}.dist-info"
+META = f"Metadata-Version: 2.1\nName: {NAME}\nVersion: {VERSION}\n"
+WHEEL = "Wheel-Version: 1.0\nGenerator: ssmbench-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    os.makedirs(os.path.join(metadata_directory, INFO))
+    for name, text in (("METADATA", META), ("WHEEL", WHEEL)):
+        with open(os.path.join(metadata_directory, INFO, name), "w") as f:
+            f.write(text)
+    return INFO
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    files = {f"{MODULE}/__init__.py": f"VERSION = {VERSION!r}\n", f"{INFO}/METADATA": META,
+             f"{INFO}/WHEEL": WHEEL}
+    record = []
+    for path, text in files.items():
+        digest = hashlib.sha256(text.encode()).digest()
+        b64 = base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+        record.append(f"{path},sha256={b64},{len(text.encode())}")
+    files[f"{INFO}/RECORD"] = "\n".join([*record, f"{INFO}/RECORD,,"]) + "\n"
+    name = f"{MODULE}-{VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as whl:
+        for path, text in files.items():
+            whl.writestr(path, text)
+    return name
+"""
+
+
+def make_sdist(folder: Path, name: str, version: str) -> Path:
+    module = name.replace("-", "_")
+    top = f"{module}-{version}"
+    files = {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+        'backend-path = ["."]\n',
+        "backend.py": _BACKEND.replace("@NAME@", name).replace("@VERSION@", version),
+        "PKG-INFO": _metadata(name, version, []),
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{top}.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for member, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{member}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
+
+
 def installed_metadata(env: Path, name: str, version: str, requires: list[str] = ()) -> None:
     info = env / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True)
@@ -67,7 +127,7 @@ class WheelIndex:
     def __init__(self, wheels: Path):
         self.root = wheels.parent / f"{wheels.name}-index"
         projects: dict[str, list[Path]] = {}
-        for whl in sorted(wheels.glob("*.whl")):
+        for whl in sorted([*wheels.glob("*.whl"), *wheels.glob("*.tar.gz")]):
             project = re.sub(r"[-_.]+", "-", whl.name.split("-")[0]).lower()
             projects.setdefault(project, []).append(whl)
         for project, files in projects.items():

@@ -146,7 +146,7 @@ def pack(
         members: dict[str, Path] = {}
         wheel_entries = []
         if wheels is not None and wheels.pins:
-            say(f"downloading {len(wheels.pins)} wheels")
+            say(f"downloading the wheels of {len(wheels.pins)} packages")
             for path in download_wheels(
                 wheels.pins, work / "wheels", python_version=wheels.python_version,
                 platforms=wheels.platforms,

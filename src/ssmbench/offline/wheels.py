@@ -10,10 +10,11 @@ download with pip where there is an index, and their install with pip where ther
   (``extra == "x"``) counts only where that extra is asked for. A distribution named in
   ``without`` is left out with what only it needs (the CUDA build of torch that a node
   has already, DVC that only the login node runs).
-* :func:`download_wheels`: ``pip download --no-deps --only-binary=:all:`` of the pins, for
-  this Python and platform or the node's (``--python-version``, ``--platform``); pip reads
-  its own settings (``PIP_INDEX_URL``, ``PIP_EXTRA_INDEX_URL``, ``pip.conf``): a pin with a
-  local version (``torch==2.13.0+cpu``) needs the index that has it.
+* :func:`download_wheels`: ``pip download --no-deps`` of the pins, for this Python and
+  platform or the node's (``--python-version``, ``--platform``), and ``pip wheel`` of those
+  the index has only as source; pip reads its own settings (``PIP_INDEX_URL``,
+  ``PIP_EXTRA_INDEX_URL``, ``PIP_FIND_LINKS``, ``pip.conf``): a pin with a local version
+  (``torch==2.13.0+cpu``) needs the index that has it.
 * :func:`install_wheels`: ``pip install --no-index --no-deps`` of those files into a folder
   (``--target``, for ``PYTHONPATH``) or into an interpreter's environment (a venv's): the
   same versions as here, whatever the node has, and never a look at an index.
@@ -25,8 +26,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -129,10 +132,13 @@ def download_wheels(
     platforms: Iterable[str] = (),
     python: str = sys.executable,
 ) -> list[Path]:
-    """Download one wheel for each pin into ``dest`` (``pip download --no-deps
-    --only-binary=:all:``; ``python_version`` and ``platforms`` name the node's Python,
-    e.g. ``3.12`` and ``manylinux_2_28_x86_64``); return the files, by name. DataError
-    when pip cannot find one (pip's words say which) or brings another."""
+    """A wheel of each pin in ``dest``; return the files, by name. ``pip download
+    --no-deps`` takes each from the index (for the node's Python and platform where
+    ``python_version`` and ``platforms`` name them, e.g. ``3.12`` and
+    ``manylinux_2_28_x86_64``); a package the index has only as source is built here with
+    ``pip wheel`` (some have no wheel: snakemake's connection-pool), which serves another
+    node's Python only as a pure-Python wheel. DataError when pip cannot find or build one
+    (pip's words say which), or a wheel built here does not fit the node."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     target = []
@@ -140,19 +146,39 @@ def download_wheels(
         target += ["--python-version", python_version, "--implementation", "cp"]
     for platform in platforms:
         target += ["--platform", platform]
-    args = ["download", "--no-deps", "--only-binary=:all:", "-d", str(dest), *target]
-    _pip(
-        python,
-        [*args, *(f"{name}=={version}" for name, version in pins)],
-        f"downloading the wheels of {len(pins)} packages (leave one out with --without NAME, "
-        "or give pip the index that has it: PIP_INDEX_URL, PIP_EXTRA_INDEX_URL)",
-    )
+    with tempfile.TemporaryDirectory(prefix=".download-", dir=dest.parent) as tmp:
+        _pip(
+            python,
+            ["download", "--no-deps", "-d", tmp, *target,
+             *(f"{name}=={version}" for name, version in pins)],
+            f"downloading {len(pins)} packages (leave one out with --without NAME, or give "
+            "pip the index that has it: PIP_INDEX_URL, PIP_EXTRA_INDEX_URL)",
+        )  # fmt: skip
+        sources = []
+        for path in sorted(Path(tmp).iterdir()):
+            if path.name.endswith(".whl"):
+                shutil.move(path, dest / path.name)
+            else:
+                sources.append(path)
+        built = set(dest.glob("*.whl"))
+        if sources:
+            names = ", ".join(p.name for p in sources)
+            _pip(python, ["wheel", "--no-deps", "-w", str(dest), *map(str, sources)],
+                 f"building wheels of {names} (the index has no wheel of them)")  # fmt: skip
+        built = set(dest.glob("*.whl")) - built
+    if target and (
+        compiled := sorted(p.name for p in built if not p.name.endswith("-none-any.whl"))
+    ):
+        raise DataError(
+            f"{', '.join(compiled)}: built here from source for this Python and platform, "
+            f"not the node's (--python-version, --platform): pack on a machine like the node, "
+            f"or leave them out (--without) and install them there"
+        )
     wheels = {wheel_name(p): p for p in sorted(dest.glob("*.whl"))}
     wanted = {(normalise(n), v) for n, v in pins}
     if missing := sorted(wanted - set(wheels)):
         raise DataError(
-            f"pip download brought no wheel of {', '.join(f'{n}=={v}' for n, v in missing)} "
-            f"into {dest}"
+            f"pip brought no wheel of {', '.join(f'{n}=={v}' for n, v in missing)} into {dest}"
         )
     return [wheels[key] for key in sorted(wanted)]
 
