@@ -293,6 +293,7 @@ def test_a_local_folder_other_than_a_uea_archive_is_refused(tmp_path):
         ({"folder": "../archive/Libras"}, "is not one of its own"),
         ({"kind": "unknown"}, "is not one of"),
         ({"dataset": "../BasicMotions"}, "not a dataset name"),
+        ({"files": "SHA256SUMS"}, "has no list of files"),
     ],
 )
 def test_a_manifest_that_writes_elsewhere_is_refused(login, tmp_path, change, why, capsys):

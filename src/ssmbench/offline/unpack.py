@@ -75,10 +75,15 @@ def read_manifest(bundle: Path, files: dict[str, Path]) -> dict:
         raise bad(f"is not of the form {FORMAT!r}")
     if name_problem("suite", manifest.get("suite")) is not None:
         raise bad(f"names no suite ({manifest.get('suite')!r})")
-    for entry in manifest.get("wheels", []):
+    wheels, datasets = manifest.get("wheels"), manifest.get("datasets")
+    if not _records(wheels) or not _records(datasets):
+        raise bad("has no list of wheels and of datasets (each an object)")
+    for entry in wheels:
         if entry.get("member") not in files:
             raise bad(f"names a wheel the bundle lacks ({entry.get('member')!r})")
-    for entry in manifest.get("datasets", []):
+    for entry in datasets:
+        if not _records(entry.get("files")):
+            raise bad(f"dataset {entry.get('dataset')!r} has no list of files (each an object)")
         label = f"{entry.get('benchmark')}/{entry.get('dataset')}"
         for kind in ("benchmark", "dataset"):
             if (why := name_problem(kind, entry.get(kind))) is not None:
@@ -87,7 +92,7 @@ def read_manifest(bundle: Path, files: dict[str, Path]) -> dict:
             raise bad(f"dataset {label}: kind {entry.get('kind')!r} is not one of {KINDS}")
         if entry["kind"] != "made" and not _folder_fits(entry):
             raise bad(f"dataset {label}: folder {entry.get('folder')!r} is not one of its own")
-        for item in entry.get("files", []):
+        for item in entry["files"]:
             name = item.get("name")
             if not isinstance(name, str) or member_problem(name) is not None:
                 raise bad(f"dataset {label}: file name {name!r} is not a plain relative path")
@@ -99,6 +104,10 @@ def read_manifest(bundle: Path, files: dict[str, Path]) -> dict:
                 if not isinstance(item.get("bytes"), int) or len(item.get("sha256", "")) != 64:
                     raise bad(f"dataset {label}: {name} has no sha256 and size")
     return manifest
+
+
+def _records(value) -> bool:
+    return isinstance(value, list) and all(isinstance(item, dict) for item in value)
 
 
 def _folder_fits(entry: dict) -> bool:
@@ -113,7 +122,7 @@ def _folder_fits(entry: dict) -> bool:
     names = {"SHA256SUMS"} | {
         f"{name}_{s}.ts{c}" for s in ("TRAIN", "TEST") for c in (".xz", ".gz")
     }
-    return all(item.get("name") in names for item in entry.get("files", []))
+    return all(item.get("name") in names for item in entry["files"])
 
 
 def placement(manifest: dict, files: dict[str, Path], root: Path) -> Placement:
