@@ -60,8 +60,8 @@ def _pack_parser(steps) -> None:
     )  # fmt: skip
     q.add_argument(
         "--platform", action="append", default=[], metavar="TAG",
-        help="a platform tag of the node's wheels (e.g. manylinux_2_28_x86_64), with "
-        "--python-version; repeatable (default: this machine's)",
+        help="a platform tag of the node's wheels (e.g. manylinux_2_28_x86_64), when it is "
+        "not this machine's; repeatable",
     )  # fmt: skip
     q.set_defaults(func=cmd_pack)
 
