@@ -10,14 +10,22 @@ import shlex
 import pytest
 from conftest import REPO
 
-from ssmbench.cli import READS_NO_CONFIG, build_parser, main
+from ssmbench.cli import HAS_STEPS, READS_NO_CONFIG, build_parser, main
 
 PARAMS = str(REPO / "params.yaml")
 
 
+def _choices(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(subs[0].choices) if subs else {}
+
+
 def _commands() -> dict[str, argparse.ArgumentParser]:
-    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
-    return dict(sub.choices)
+    """Every command, and each step of a command made of steps (`offline pack`)."""
+    commands = _choices(build_parser())
+    for name in HAS_STEPS:
+        commands.update({f"{name} {s}": p for s, p in _choices(commands[name]).items()})
+    return commands
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -36,19 +44,23 @@ NEEDS = {
     "train": ["--benchmark", "uea", "--dataset", "BasicMotions", "--model", "MS4N", "--fold", "0"],
     "tune": ["--benchmark", "uea", "--dataset", "BasicMotions", "--model", "MS4N"],
     "explain": ["--benchmark", "uea", "--dataset", "BasicMotions", "--model", "MS4N"],
+    "offline pack": ["--out", "bundle.tar"],
+    "offline unpack": ["bundle.tar"],
+    "offline records": ["--out", "records.tar"],
+    "offline merge": ["records.tar"],
 }
 
 
 def test_every_command_that_reads_the_config_takes_its_options_after_the_verb_too():
     commands = _commands()
     assert READS_NO_CONFIG < set(commands)
-    for name in sorted(set(commands) - READS_NO_CONFIG):
-        rest = NEEDS.get(name, [])
-        after = _parse([name, *rest, "--suite", "tiny", "--params", "p.yaml", "--set", "lr=1"])
-        before = _parse(["--suite", "tiny", "--params", "p.yaml", "--set", "lr=1", name, *rest])
+    for name in sorted(set(commands) - READS_NO_CONFIG - HAS_STEPS):
+        rest = [*name.split(), *NEEDS.get(name, [])]
+        after = _parse([*rest, "--suite", "tiny", "--params", "p.yaml", "--set", "lr=1"])
+        before = _parse(["--suite", "tiny", "--params", "p.yaml", "--set", "lr=1", *rest])
         for args in (after, before):
             assert (args.suite, args.params, args.settings) == ("tiny", "p.yaml", ["lr=1"]), name
-        plain = _parse([name, *rest])
+        plain = _parse(rest)
         assert (plain.suite, plain.params, plain.settings) == (None, "params.yaml", []), name
     for name in READS_NO_CONFIG:  # a command that reads no config does not offer them
         with pytest.raises(SystemExit):
@@ -81,7 +93,7 @@ def test_every_argument_has_help_and_every_command_an_example_that_parses():
         words = shlex.split(epilog.removeprefix("example:\n  "))
         while "=" in words[0]:  # an environment variable the example sets first
             words.pop(0)
-        assert words[0] == "ssmbench" and name in words, (name, words)
+        assert words[0] == "ssmbench" and name in " ".join(words), (name, words)
         if name == "locked":
             continue  # its REMAINDER takes the rest
         build_parser().parse_args(words[1:])  # the example is a valid command line

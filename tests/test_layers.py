@@ -45,6 +45,7 @@ LAYERS = {
     "ssmbench.plan_resources": 4,
     "ssmbench.run_allocation": 4,
     "ssmbench.model_contract": 4,
+    "ssmbench.offline": 4,
     "ssmbench.cli": 5,
     "ssmbench.__main__": 5,
 }

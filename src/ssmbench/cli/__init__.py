@@ -16,13 +16,19 @@
     ssmbench status  [--state STATE ...] [--format table|csv|json]
     ssmbench plan    [--epochs max|records] [--cpu-machine M] [--gpu-machine M]
                      [--check [DIR]]
+    ssmbench offline pack --out FILE [--no-wheels] [--without PACKAGE ...]
+    ssmbench offline unpack BUNDLE [--site DIR | --venv DIR] [--no-prepare]
+    ssmbench offline records --out FILE [--all]
+    ssmbench offline merge ARCHIVE [--dry-run]
 
 Every command but `datasets`, `check-model` and `locked` reads params.yaml (--params), the
 suite (--suite, default: params.yaml's `suite`) and training settings over both (--set),
 each given before the command or after it (`ssmbench --suite S check` or `ssmbench check
 --suite S`; two different values are refused); `datasets` prints the dataset catalog,
 `check-model` runs the model contract on a class and `locked` runs a command under the
-project lock. Each command's --help ends with an example.
+project lock; `offline` takes them after its step (`ssmbench offline pack --suite S`), and
+its `unpack` passes them to the fetch and prepare it runs. Each command's --help ends with
+an example.
 Errors in the inputs exit with status 2 and one message naming what is wrong; a file
 operation the machine refuses (a full disk, a read-only folder, a folder where a file
 should be: ssmbench.os_errors) exits with status 1 and one line naming the file.
@@ -50,6 +56,7 @@ from ssmbench.cli import (
     datasets,
     explain,
     locked,
+    offline,
     plan,
     report,
     status,
@@ -65,12 +72,15 @@ __all__ = ["build_parser", "main"]
 #: ``add_parser(sub)`` adds its commands' parsers, whose ``func`` is the command.
 COMMANDS = (
     check, check_model, suites, data, train, tune, report, complexity, datasets, explain, status,
-    plan, locked,
+    plan, offline, locked,
 )  # fmt: skip
 
 
 #: The commands that read no params.yaml: no --params, --suite or --set after them.
 READS_NO_CONFIG = frozenset({"check-model", "datasets", "locked"})
+#: The commands made of steps (`ssmbench offline pack`): each step takes --params, --suite
+#: and --set after it, the command itself none.
+HAS_STEPS = frozenset({"offline"})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     for module in COMMANDS:
         module.add_parser(sub)
     for name, command in sub.choices.items():
-        if name not in READS_NO_CONFIG:  # --params, --suite, --set after the verb too
+        if name not in READS_NO_CONFIG | HAS_STEPS:  # --params, --suite, --set after the verb too
             add_config_arguments(command, after=True)
     return parser
 
@@ -110,6 +120,20 @@ def main(argv: list[str] | None = None) -> int:
             release_early(deliver=False)
 
 
+def _config_error() -> type[Exception]:
+    """params.yaml's error (ssmbench.params_file.ConfigError); where its reader cannot be
+    imported (no PyYAML: `ssmbench offline unpack` before the project's packages are
+    installed), a class no command raises, as none can read params.yaml there."""
+    try:
+        from ssmbench.params_file import ConfigError
+    except ImportError:
+
+        class ConfigError(Exception):
+            pass
+
+    return ConfigError
+
+
 def _main(argv: list[str] | None) -> int:
     from ssmbench.train.stop import release_early
 
@@ -117,7 +141,7 @@ def _main(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)
     if (problem := merge_config_arguments(args)) is not None:
         parser.error(problem)
-    from ssmbench.config import ConfigError
+    ConfigError = _config_error()
     from ssmbench.data.errors import DataError
     from ssmbench.report.errors import RecordError
     from ssmbench.search_space import SearchError

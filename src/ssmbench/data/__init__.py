@@ -19,19 +19,30 @@
   hasher, ``SHA256SUMS``), :mod:`ssmbench.data.provenance` (``provenance.json``).
 """
 
-from ssmbench.data.catalog import UEA_DATASETS, known_datasets
-from ssmbench.data.errors import DataError
-from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea import fetch_uea
-from ssmbench.data.uea_prepare import prepare_uea
-from ssmbench.data.validation_split import stratified_validation_split
+from __future__ import annotations
 
-__all__ = [
-    "DataError",
-    "PreparedDataset",
-    "UEA_DATASETS",
-    "fetch_uea",
-    "known_datasets",
-    "prepare_uea",
-    "stratified_validation_split",
-]
+import importlib
+
+#: the names this package offers, each from the module that defines it, imported on first
+#: use: a module of the package that needs only the standard library (checksums,
+#: compressed, download, names, errors) is imported without numpy, for the steps that run
+#: before the project's packages are installed (``ssmbench offline unpack``)
+_EXPORTS = {
+    "DataError": "ssmbench.data.errors",
+    "PreparedDataset": "ssmbench.data.store",
+    "UEA_DATASETS": "ssmbench.data.catalog",
+    "fetch_uea": "ssmbench.data.uea",
+    "known_datasets": "ssmbench.data.catalog",
+    "prepare_uea": "ssmbench.data.uea_prepare",
+    "stratified_validation_split": "ssmbench.data.validation_split",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
