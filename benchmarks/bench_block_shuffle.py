@@ -1,10 +1,11 @@
 """Does block shuffling change results? MS4N on PenDigits, full shuffle vs block shuffle.
 
-PenDigits (UEA, 10,992 rows: 7,494 official training rows, 2 channels, length 8) from
-``../shared/data/uea`` is fetched and prepared with the project's code into a temporary
-folder, and trained by the protocol itself (``ssmbench.train.protocol.run_job`` on
-``ssmbench.config.job_spec`` of params.yaml's ``uea`` benchmark and ``MS4N`` entry), once
-per mode and seed (UEA: fold k = seed k):
+PenDigits (UEA, 10,992 rows: 7,494 official training rows, 2 channels, length 8) from a
+copy of the UEA archive (``--archive``, else params.yaml's ``paths.uea_archive`` or the
+environment variable ``SSMBENCH_UEA_ARCHIVE``) is fetched and prepared with the project's
+code into a temporary folder, and trained by the protocol itself
+(``ssmbench.train.protocol.run_job`` on ``ssmbench.config.job_spec`` of params.yaml's
+``uea`` benchmark and ``MS4N`` entry), once per mode and seed (UEA: fold k = seed k):
 
 * ``full``: ``protocol.reading`` as params.yaml has it (PenDigits fits the memory
   budget: read into memory, full shuffle, the default suite's order);
@@ -102,9 +103,22 @@ def main() -> None:
     ap.add_argument("--block-rows", type=int, default=64)
     ap.add_argument("--buffer-blocks", type=int, default=8)
     ap.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
-    ap.add_argument("--archive", type=Path, default=ROOT.parent / "shared/data/uea")
+    ap.add_argument(
+        "--archive",
+        type=Path,
+        default=None,
+        help="a copy of the UEA archive (default: paths.uea_archive, or SSMBENCH_UEA_ARCHIVE)",
+    )
     ap.add_argument("--workdir", type=Path, default=None)
     args = ap.parse_args()
+    if args.archive is None:
+        from ssmbench.params_file import read_params
+
+        archive = read_params(ROOT / "params.yaml")["paths"].get("uea_archive")
+        if not archive:
+            ap.error("no UEA archive: pass --archive, or set paths.uea_archive in params.yaml "
+                     "or SSMBENCH_UEA_ARCHIVE in the environment")  # fmt: skip
+        args.archive = Path(archive)
 
     work = Path(tempfile.mkdtemp(prefix="ssmbench-block-shuffle-", dir=args.workdir))
     try:

@@ -1,10 +1,10 @@
 """The effect of each protocol choice the MS4N paper leaves open, on real UEA sets.
 
 The default protocol follows the authors' code (docs/protocol.md). This script walks from
-the protocol we had before (early stopping with patience 50, a validation split re-drawn
+a simpler protocol (early stopping with patience 50, a validation split re-drawn
 per seeded run with at least one row per class, no dropout, no gradient clipping) to the
-authors' one choice at a time, and prints, per choice, ours with the choice at its old
-and at its new value beside the published error, per dataset:
+authors' one choice at a time, and prints, per choice, ours with the choice at the simpler
+and at the authors' value beside the published error, per dataset:
 
     python benchmarks/bench_protocol_choices.py                 # uea10's sets, 5 seeds
     python benchmarks/bench_protocol_choices.py --seeds 3 --datasets BasicMotions Libras
@@ -49,7 +49,7 @@ BEFORE = {
 VARIANTS = (
     (
         "before",
-        "the protocol before: patience 50, per-run split, per-class fallback, "
+        "a simpler protocol: patience 50, per-run split, per-class fallback, "
         "dropout 0, no clipping",
         dict(BEFORE),
         0.0,
@@ -269,9 +269,9 @@ def _tables(variants, plan, records, published, seeds, models) -> str:
     steps = list(zip(variants, variants[1:], strict=False))
     names = [v[0] for v in variants]
     if "before" in names and "authors" in names and len(steps) > 1:
-        # every choice at once: the protocol before against the authors'
+        # every choice at once: the simpler protocol against the authors'
         steps.append((variants[names.index("before")],
-                      ("authors", "all choices at once: the protocol before -> the authors'",
+                      ("authors", "all choices at once: the simpler protocol -> the authors'",
                        None, None)))  # fmt: skip
     order = [v[0] for v in VARIANTS]
     for (prev, _, _, _), (name, change, _, _) in steps:

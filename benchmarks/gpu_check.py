@@ -4,7 +4,7 @@
    ``mamba_chunk_scan_combined``) against the pure-PyTorch scans of ``mamba_scan.py`` on the
    same weights and input: max |Δ| of the logits and of the gradients (relative to the
    largest gradient), and the forward + backward time of each. Where mamba-ssm cannot be
-   imported (the device machine reaches no package index: carry a built wheel), it says so
+   imported (a machine without a package index needs a built wheel of it), it says so
    and times the pure-PyTorch path alone.
 2. ConvTran (the MONSTER configuration) on CUDA against the same model on the CPU: max |Δ|
    of the logits, and a training step's time on each.

@@ -2,13 +2,13 @@
 
     python scripts/install_packages.py .venv/bin/python '.[test]'   (what `make setup` runs)
 
-uv resolves and installs the same pins (pyproject.toml) about 5x faster than pip on the dev
-machine. It is used when it is on PATH or in the venv, or when pip can install it into the
-venv (a 20 MB wheel); otherwise, or when ``SSMBENCH_INSTALLER=pip``, pip does the work as
-before. ``SSMBENCH_INSTALLER=uv`` makes a uv failure an error instead of a fallback.
+uv resolves and installs the same pins (pyproject.toml) about 5x faster than pip on a
+2-core x86 CPU (docs/benchmarks.md). It is used when it is on PATH or in the venv, or when
+pip can install it into the venv (a 20 MB wheel); otherwise, or when
+``SSMBENCH_INSTALLER=pip``, pip does the work. ``SSMBENCH_INSTALLER=uv`` makes a uv failure an error instead of a fallback.
 
-uv does not read pip's configuration (pip.conf, PIP_* variables), where clusters and this
-project's dev machines keep their package mirrors, local wheel folders and constraints. So
+uv does not read pip's configuration (pip.conf, PIP_* variables), where clusters and
+offline machines keep their package mirrors, local wheel folders and constraints. So
 the settings of ``pip config list`` that choose packages are passed to uv as its options;
 with any other such setting (e.g. ``only-binary``) uv might pick other files, so pip is used
 and the setting named. Indexes are searched as pip does (``--index-strategy

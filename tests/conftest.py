@@ -16,7 +16,10 @@ import yaml
 from ssmbench.params_file import read_params, read_params_and_files
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED_UEA = REPO.parent / "shared" / "data" / "uea"
+#: the real UEA archive of the tests that need one: the folder the product's own setting
+#: names in the environment (SSMBENCH_UEA_ARCHIVE, ssmbench.params_file.INPUT_PATHS), else
+#: the folder data/uea of a `shared` folder beside the repository
+SHARED_UEA = Path(os.environ.get("SSMBENCH_UEA_ARCHIVE") or REPO.parent / "shared" / "data" / "uea")
 # pytest-xdist workers share the cores: each worker's torch, and the tools its tests start
 # (they inherit the environment), get an equal share of intra-op threads instead of every
 # worker spinning threads on every core. Set before any test module imports torch.
@@ -82,13 +85,13 @@ def repo_root() -> Path:
 
 @pytest.fixture(scope="session")
 def shared_uea() -> Path:
-    """The real UEA archive folder ../shared/data/uea. A user's clone has no ../shared: the
-    tests that need it skip there, and fail in CI (env CI set), which must provide it."""
+    """The real UEA archive folder (`SHARED_UEA`, with its SHA256SUMS). Without one the
+    tests that need it skip, and fail in CI (env CI set), which must provide it."""
     if not (SHARED_UEA / "SHA256SUMS").is_file():
         reason = f"no real UEA archive folder at {SHARED_UEA} (with its SHA256SUMS)"
         if os.environ.get("CI"):
-            pytest.fail(f"CI is set but there is {reason}: CI runs beside ../shared/data/uea.")
-        pytest.skip(f"{reason}; it exists only beside the dev checkout")
+            pytest.fail(f"CI is set but there is {reason}: CI provides one.")
+        pytest.skip(f"{reason}; set SSMBENCH_UEA_ARCHIVE to a copy of the archive")
     return SHARED_UEA
 
 
@@ -185,7 +188,7 @@ def signal_at_training_batch(monkeypatch, n: int, signum=None) -> None:
 def motor_imagery_archive(tmp_path_factory) -> Path:
     """An archive_dir holding a real slice of the UEA archive's MotorImagery as ``.ts.xz``
     (the first 20 TRAIN and 10 TEST rows, 64 channels, 500 steps) and its ``SHA256SUMS``,
-    written from ../shared/data/uea-xz by tests/uea_slice.py; skips without that folder."""
+    written from the compressed archive folder of tests/uea_slice.py; skips without it."""
     from uea_slice import motor_imagery_slice
 
     return motor_imagery_slice(tmp_path_factory.mktemp("uea-xz"), compression="xz")

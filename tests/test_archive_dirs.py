@@ -5,8 +5,8 @@ the list that does not hold it changes nothing of it; bad values are named, with
 that set them, before any job runs.
 
 Real data: aeon's BasicMotions and JapaneseVowels copied into two folders; the real
-archive folders ``../shared/data/uea`` (Libras) and ``../shared/data/uea-xz``
-(MotorImagery, compressed) for the two-folder suite a user asked for.
+archive folder (the ``shared_uea`` fixture: Libras) and its compressed sibling ``uea-xz``
+(MotorImagery) for a suite that reads two archive folders.
 """
 
 from __future__ import annotations
@@ -140,13 +140,13 @@ def test_a_dataset_takes_its_own_archive_dir_and_explain_says_where_from(tmp_pat
 
 def test_the_schema_takes_a_list_of_folders_and_refuses_other_shapes(params):
     p = copy.deepcopy(params)
-    p["benchmarks"]["uea"]["archive_dir"] = ["../shared/data/uea", "../shared/data/uea-xz"]
+    p["benchmarks"]["uea"]["archive_dir"] = ["../data/uea", "../data/uea-xz"]
     validate_schema(p)
-    for bad in ([], ["../shared/data/uea", 3], [None], {"a": 1}, ["x", "x"]):
+    for bad in ([], ["../data/uea", 3], [None], {"a": 1}, ["x", "x"]):
         p["benchmarks"]["uea"]["archive_dir"] = bad
         with pytest.raises(ConfigError, match=r"benchmarks\.uea\.archive_dir"):
             validate_schema(p)
-    p = _suite(params, ["../shared/data/uea", 7])
+    p = _suite(params, ["../data/uea", 7])
     with pytest.raises(ConfigError, match=r"suites\.mine\.overrides\.archive_dir"):
         validate_schema(p)
 

@@ -2,7 +2,8 @@
 staged install that every source shares.
 
 aeon ships BasicMotions and JapaneseVowels, so most tests run anywhere (offline).
-The RacketSports test needs ../shared/data/uea (the `shared_uea` fixture of conftest.py).
+The RacketSports test needs a real copy of the UEA archive (the `shared_uea` fixture of
+conftest.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""benchmarks/gpu_check.py, the script run the day a GPU is lent, keeps working: its
+"""benchmarks/gpu_check.py, the script to run on a CUDA machine, keeps working: its
 ``--small`` dry run goes through every check on this machine's CPU and says it is not the
 GPU check; ConvTran's device copy gives the CPU's logits; it names the scan each model took
 (on the CPU: Mamba1 fused, Mamba2 parallel, the TIDES family fused by numba, MS4N none)."""

@@ -2,7 +2,7 @@
 network to a project on a node without it, in one checked bundle.
 
 Two project copies stand for the login node and the compute node. The round trip packs
-the real UEA BasicMotions of ../shared/data/uea (the `shared_uea` fixture), copied into an
+the real UEA BasicMotions of a copy of the archive (the `shared_uea` fixture), copied into an
 archive folder beside the login project (the suite's ``archive_dir: ../archive``), with two
 small wheels from a package index on 127.0.0.1 (tests/wheel_index.py); the node has no
 ``../archive`` until the bundle makes it. Crafted archives check what extraction refuses.

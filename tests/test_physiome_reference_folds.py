@@ -279,12 +279,8 @@ def test_per_model_window_defaults():
 # --------------------------------------------------------------------------- HOD01 / DIF01
 def _top50_rows() -> dict[str, dict]:
     here = Path(ssmbench.__file__).parent / "reference" / TOP50
-    fallback = Path("/work/shared/reference") / TOP50  # until the packaged copy lands
-    for path in (here, fallback):
-        if path.is_file():
-            with path.open(newline="", encoding="utf-8") as fh:
-                return {row["dataset"]: row for row in csv.DictReader(fh)}
-    pytest.skip(f"{here} (the reference's resources/Top50_final.csv) is not there")
+    with here.open(newline="", encoding="utf-8") as fh:
+        return {row["dataset"]: row for row in csv.DictReader(fh)}
 
 
 #: our model -> (its reference row, our time unit per the row's): DIF01's T is in seconds

@@ -159,9 +159,10 @@ def test_each_state(params, tmp_path):
     assert states[done].state == "done" and states[done].detail == ""
     assert states[stale].state == "stale"
     assert states[stale].detail.startswith(  # the keys that differ, the first three named
-        "changed since the record: protocol settings (lr: 1.0 -> 0.001, archive_dir: absent "
-        "-> null, "
+        "changed since the record: protocol settings (lr: 1.0 -> 0.001, batch_fraction: "
+        "absent -> 0.1, "
     ) and states[stale].detail.endswith(" more)")
+    assert "archive_dir" not in states[stale].detail  # where the data lie: no setting of a run
     assert states[failed].state == "failed"
     assert states[failed].detail == "ValueError: d_model (16) must be a multiple of n_heads (3)"
     assert states[failed].log == str(train_log_path(tmp_path / "logs", failed))

@@ -6,8 +6,9 @@ normalised), then each model trained a few epochs with its MotorImagery settings
 params.yaml (``dataset_params`` / ``dataset_settings``: what ``uea6-paper`` runs).
 
 The values are the archive's (per-channel std 13-29 on the full set): the models that
-diverged or exploded there with their earlier settings (TIDES: NaN in epoch 4;
-Mamba1-logncde: a training loss of 3.6e24) are held to a loss of a few ln K here.
+diverge or explode there with other settings (TIDES: NaN in epoch 4; Mamba1-logncde built
+without the Log-NCDE block: a training loss of 3.6e24) are held to a loss of a few ln K
+here.
 """
 
 from __future__ import annotations

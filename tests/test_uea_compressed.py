@@ -3,8 +3,8 @@ by streamed decompression into the plain ``.ts`` of the raw folder, checked agai
 decompressed content's sha256, and refused (nothing installed, the previous copy kept)
 when truncated, not of their format, not matching SHA256SUMS, or a decompression bomb.
 
-On a real slice of MotorImagery (tests/uea_slice.py, from ../shared/data/uea-xz; the tests
-skip without it).
+On a real slice of MotorImagery (tests/uea_slice.py, from the real compressed archive
+files; the tests skip without them).
 """
 
 from __future__ import annotations
@@ -123,7 +123,8 @@ def test_locate_accepts_compressed_names_and_says_so(archives, tmp_path):
 
 
 def test_the_compressed_files_own_checksum_list(archives, tmp_path):
-    """``SHA256SUMS.xz`` (as in ../shared/data/uea-xz) lists the .xz files: checked."""
+    """``SHA256SUMS.xz`` (as a compressed copy of the archive has it) lists the .xz files:
+    checked."""
     archive = _copy(archives["xz"], tmp_path / "archive")
     xz_sums = "".join(
         f"{_sha((archive / NAME / (f + '.xz')).read_bytes())}  {NAME}/{f}.xz\n"

@@ -1,15 +1,16 @@
 """A real slice of the UEA archive's MotorImagery, written by the tests themselves.
 
-``../shared/data/uea-xz/MotorImagery/MotorImagery_{TRAIN,TEST}.ts.xz`` (415 MB and 122 MB
-of ``.ts`` text) is read from its beginning only: the header lines and the first rows, each
-channel cut to its first values, ``@seriesLength`` set to match, and an ``@subset`` line
-saying so (a subset of the catalog's MotorImagery that does not declare itself is refused
-when prepared: ``ssmbench.data.uea_prepare``). :func:`motor_imagery_slice`
-writes them into an archive folder (plain, ``.ts.xz`` or ``.ts.gz``) with a ``SHA256SUMS`` of
-the decompressed content, the form ``ssmbench.data.uea.fetch_uea`` reads as ``archive_dir``.
+The real compressed archive's ``MotorImagery/MotorImagery_{TRAIN,TEST}.ts.xz`` (415 MB and
+122 MB of ``.ts`` text; `UEA_XZ`) is read from its beginning only: the header lines and
+the first rows, each channel cut to its first values, ``@seriesLength`` set to match, and
+an ``@subset`` line saying so (a subset of the catalog's MotorImagery that does not
+declare itself is refused when prepared: ``ssmbench.data.uea_prepare``).
+:func:`motor_imagery_slice` writes them into an archive folder (plain, ``.ts.xz`` or
+``.ts.gz``) with a ``SHA256SUMS`` of the decompressed content, the form
+``ssmbench.data.uea.fetch_uea`` reads as ``archive_dir``.
 
-A user's clone has no ``../shared``: :func:`require_uea_xz` skips the test there. The env
-var ``SSMBENCH_UEA_XZ`` points at another copy of the folder.
+The folder is the environment variable ``SSMBENCH_UEA_XZ``'s, else ``shared/data/uea-xz``
+beside the repository; without it :func:`require_uea_xz` skips the test.
 
 Import it as the tests import ``hub_server`` (pytest puts ``tests/`` on ``sys.path``):
 ``from uea_slice import motor_imagery_slice``.
@@ -44,9 +45,8 @@ def require_uea_xz() -> Path:
 
     if not all((UEA_XZ / NAME / f"{NAME}_{s}.ts.xz").is_file() for s in ("TRAIN", "TEST")):
         pytest.skip(
-            f"no {UEA_XZ}/{NAME}/{NAME}_{{TRAIN,TEST}}.ts.xz (the real compressed UEA files "
-            f"exist only beside the dev checkout, in ../shared/data/uea-xz; set "
-            f"SSMBENCH_UEA_XZ to another copy)"
+            f"no {UEA_XZ}/{NAME}/{NAME}_{{TRAIN,TEST}}.ts.xz (the real compressed UEA "
+            f"files; set SSMBENCH_UEA_XZ to a folder holding them)"
         )
     return UEA_XZ
 

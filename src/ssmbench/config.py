@@ -387,6 +387,7 @@ def check_suite_sources(params: dict, suite: str | None = None) -> None:
             problems.append(str(exc))
     if problems:
         name = suite or params["suite"]
+        problems = list(dict.fromkeys(problems))  # one setting's problem, said once
         raise ConfigError(f"suite {name!r} cannot get its data:\n  " + "\n  ".join(problems))
     stopped = [
         f"{bench}/{dataset}: {why}, and val_split_fallback is error"

@@ -40,6 +40,8 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "paths.settings": ("workflow/rules/common.smk",),
     # a block-read dataset's fold splits, drawn once by the split rule (split_dir_of)
     "paths.splits": ("ssmbench.config:split_path", "workflow/rules/split.smk"),
+    # the user's copy of the UEA archive: put in place of each ${paths.uea_archive}
+    "paths.uea_archive": ("ssmbench.params_file",),
     # the protocol, and the places that override it (ssmbench.precedence merges them into
     # one `settings` dict per run)
     "protocol.optimizer": ("ssmbench.train.optim:build_optimizer",),

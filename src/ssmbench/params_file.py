@@ -10,11 +10,18 @@ A study file adds entries to three sections, as if they were written in params.y
 ``models``, ``suites`` and ``tuning.searches``; the one mapping holds no ``studies`` key,
 so it can be written back as a params.yaml of its own. A suite's ``benchmarks.<name>:
 all`` is that benchmark's ``datasets`` list.
+
+A setting whose value is ``${paths.KEY}`` (a suite's ``archive_dir: ${paths.uea_archive}``)
+stands for params.yaml's ``paths.KEY``, put in its place when params.yaml is read: the
+place of a user's copy of source data is set once, in ``paths``, and never written into a
+suite. An input path (`INPUT_PATHS`) may also be set by an environment variable, which wins
+over params.yaml, so that a clone names its own copy without editing a versioned file.
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
 from pathlib import Path
 
@@ -24,6 +31,13 @@ import yaml
 class ConfigError(ValueError):
     """params.yaml is malformed or inconsistent; the message names the field."""
 
+
+#: params.yaml ``paths`` that name a folder the project reads and never writes (a local copy
+#: of source data), each with the environment variable that, when set, wins over params.yaml
+#: (``SSMBENCH_`` and the key in capitals)
+INPUT_PATHS = {"uea_archive": "SSMBENCH_UEA_ARCHIVE"}
+#: a setting's value that stands for one of params.yaml's paths: ``${paths.uea_archive}``
+PATH_REFERENCE = re.compile(r"\$\{paths\.([A-Za-z_][A-Za-z0-9_]*)\}")
 
 # The schema ships inside the package; workflow/schemas/params.schema.yaml links to it.
 SCHEMA_PATH = Path(__file__).with_name("params.schema.yaml")
@@ -97,6 +111,7 @@ def read_params_and_files(path: str | Path = "params.yaml") -> tuple[dict, dict[
                 files[f"{dotted}.{entry}"] = name
     _expand_all_datasets(params, path)
     _expand_variants(params, files, path)
+    _resolve_path_references(params)
     return params, files
 
 
@@ -253,6 +268,34 @@ def _expand_all_datasets(params: dict, path: Path) -> None:
                     f"{bench} lists no datasets; list them there or name them in the suite"
                 )
             suite["benchmarks"][bench] = list(known)
+
+
+def _resolve_path_references(params: dict) -> None:
+    """Each input path set in the environment (`INPUT_PATHS`) goes over params.yaml's, then
+    every value ``${paths.KEY}`` outside ``paths`` (a string, or an item of a list) becomes
+    paths.KEY where that is set. One whose path is not set stays as written: only a suite
+    that reads it needs it, and the source that reads it names the setting to set
+    (``ssmbench.data.uea.archive_dirs``)."""
+    paths = params.get("paths")
+    if not isinstance(paths, dict):
+        return
+    for key, variable in INPUT_PATHS.items():
+        if os.environ.get(variable):
+            paths[key] = os.environ[variable]
+
+    def resolved(value):
+        if isinstance(value, str):
+            match = PATH_REFERENCE.fullmatch(value)
+            target = paths.get(match[1]) if match else None
+            return target if isinstance(target, str) and target else value
+        if isinstance(value, list):
+            return [resolved(item) for item in value]
+        if isinstance(value, dict):
+            return {key: resolved(item) for key, item in value.items()}
+        return value
+
+    for section in [s for s in params if s != "paths"]:
+        params[section] = resolved(params[section])
 
 
 def _read_mapping(path: Path, missing: str, expected: str) -> dict:

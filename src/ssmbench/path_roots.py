@@ -25,14 +25,18 @@ SCRATCH_IN_PSEUDO = (Path("/dev/shm"),)
 
 
 def _roots(params: dict) -> list[tuple[str, str, Path]]:
-    """(key, value, resolved path) of each of params.yaml's ``paths``."""
+    """(key, value, resolved path) of each of params.yaml's ``paths`` that commands write
+    under: not the input paths (``ssmbench.params_file.INPUT_PATHS``: a copy of source data,
+    only read, which may well be a read-only folder of the system's)."""
+    from ssmbench.params_file import INPUT_PATHS
+
     paths = params.get("paths")
     if not isinstance(paths, dict):
         return []
     return [
         (key, value, Path(value).expanduser().resolve())
         for key, value in paths.items()
-        if isinstance(value, str) and value
+        if isinstance(value, str) and value and key not in INPUT_PATHS
     ]
 
 

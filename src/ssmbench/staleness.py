@@ -42,6 +42,14 @@ PACKAGE = Path(__file__).parent
 #: protocol keys that say how a run executes (checkpointing), not what it computes: they
 #: never make a record stale and are left out of the settings the workflow tracks
 EXECUTION_KEYS = ("checkpoint_every", "checkpoint_min_seconds")
+#: data settings that say where a dataset's files are read from (a local copy of the
+#: archive), not what they are: a record holds the sha256 of the data it was made from
+#: (``dataset_sha256``, ``prepared_sha256``), so a copy that moves, or the same files read
+#: from another folder, makes no record stale. Left out of the settings a record is held to,
+#: as the EXECUTION_KEYS are; the record still says where its data came from
+LOCATION_KEYS = ("archive_dir", "local_dir")
+#: the settings no result depends on
+UNTRACKED_KEYS = EXECUTION_KEYS + LOCATION_KEYS
 
 #: modules of the train package a result does not depend on, and why
 NOT_RESULT_CODE = {
@@ -64,10 +72,11 @@ MODELS_NOT_WALKED = ("models/__init__.py", "models/families.py", "models/importe
 
 
 def tracked_settings(spec: dict) -> dict:
-    """The spec as far as the result depends on it: without the EXECUTION_KEYS, and
-    without where each value came from (``origins``: moving a value from one place of
-    params.yaml to another changes no result)."""
-    settings = {k: v for k, v in spec["settings"].items() if k not in EXECUTION_KEYS}
+    """The spec as far as the result depends on it: without the UNTRACKED_KEYS (how a run
+    checkpoints, where its data lie), and without where each value came from
+    (``origins``: moving a value from one place of params.yaml to another changes no
+    result)."""
+    settings = {k: v for k, v in spec["settings"].items() if k not in UNTRACKED_KEYS}
     return {**{k: v for k, v in spec.items() if k != "origins"}, "settings": settings}
 
 
@@ -526,12 +535,12 @@ def _dataset_change(made_from, now: dict | None, what: str = "dataset") -> str:
 
 
 def settings_changes(record: dict, spec: dict) -> list[str]:
-    """What of a record's model hyperparameters and protocol settings (but EXECUTION_KEYS)
+    """What of a record's model hyperparameters and protocol settings (but UNTRACKED_KEYS)
     differs from what ``spec`` asks for, one phrase each (``protocol settings (max_epochs:
     2 -> 300)``); empty when both are the same."""
     protocol = record.get("protocol")
     if isinstance(protocol, dict):
-        protocol = {k: v for k, v in protocol.items() if k not in EXECUTION_KEYS}
+        protocol = {k: v for k, v in protocol.items() if k not in UNTRACKED_KEYS}
     return [
         f"{name}{_keys_changed(made_with, asked)}"
         for name, made_with, asked in (
@@ -546,7 +555,7 @@ def record_state(
     record_path: str | Path, spec: dict, root: str | Path = ".", prepared: dict | None = None
 ) -> RecordState:
     """Whether the record at ``record_path`` was made with the settings (but
-    EXECUTION_KEYS), model hyperparameters, training code (`training_code_digest`) and
+    UNTRACKED_KEYS), model hyperparameters, training code (`training_code_digest`) and
     prepared data (`prepared_digests`, under ``root``) that ``spec``
     (`ssmbench.config.job_spec`) asks for, and it and the files it names are as they were
     written (`unit_problems`: ``edited`` says which are not). A missing or unreadable

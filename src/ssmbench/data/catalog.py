@@ -25,14 +25,17 @@ the MS4N paper's Table 4 groups them (its "SI" column is ``"Satellite"`` here). 
 (read from a verbatim copy of the arXiv HTML table); the Hub dataset cards of AudioMNIST,
 LakeIce and TimeSen2Crop were read as well and agree, except where ``notes`` says otherwise.
 ``aliases`` are the other spellings met in the MONSTER paper and in the MONSTER
-repository's results workbook (``shared/reference/README.md``).
+benchmark repository's results workbook (github Navidfoumani/monster, per-fold results:
+S2Agri-19/44 for the Hub's -17/-34, Tiselac2 for Tiselac, DreamerA/V and Crowdsourced
+spelled two ways).
 
-The TIDES study's datasets are listed as far as the project's issue defines them
-(``PHYSIOME_DATASETS``, ``SYNTHETIC_DATASETS``, ``UEA_DROP_DATASETS``); a figure not yet
-known is ``None``. ``PHYSIOME_ODE_DATASETS`` are the official Physiome-ODE archive's 50
-datasets by leaderboard code (``ssmbench.data.physiome.official``): ``C`` is the model's
-number of states (Top50_final.csv); ``N`` and ``L`` are upper bounds before download (2000
-simulated instances before the |z| > 10 drop; at most 50 observed + 49 forecast steps),
+The TIDES study's datasets (``PHYSIOME_DATASETS``, ``SYNTHETIC_DATASETS``,
+``UEA_DROP_DATASETS``) carry the figures their generators and sources fix before any data
+exist; a figure that only the prepared data give is ``None``. ``PHYSIOME_ODE_DATASETS``
+are the official Physiome-ODE archive's 50 datasets by leaderboard code
+(``ssmbench.data.physiome.official``): ``C`` is the model's number of states
+(Top50_final.csv); ``N`` and ``L`` are upper bounds before download (2000 simulated
+instances before the |z| > 10 drop; at most 50 observed + 49 forecast steps),
 each fold's own are in its prepared ``meta.json``.
 
 :func:`catalog` returns every dataset of both studies as :class:`CatalogEntry` rows.

@@ -189,9 +189,9 @@ class PreparedDataset:
         """float32 ``(N, C, L)``, memory-mapped read-only, with random-access advice.
 
         Training reads rows in shuffled batches. With the kernel's default read-ahead
-        (8 MB on the dev machine) every row fetched pulled in ~40x its size, which then
-        sat in the process's RSS (benchmarks/bench_scale.py: 990 MiB of file pages after
-        50 batches of a 6 GB X). MADV_RANDOM reads what is asked (1.3x).
+        (8 MB on the virtual disk of docs/benchmarks.md) every row fetched pulls in ~40x its
+        size, which then sits in the process's RSS (benchmarks/bench_scale.py: 990 MiB of
+        file pages after 50 batches of a 6 GB X). MADV_RANDOM reads what is asked (1.3x).
         """
         X = self._load("X.npy")
         mapping = getattr(X, "_mmap", None)  # numpy's memmap keeps its mmap.mmap here

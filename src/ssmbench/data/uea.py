@@ -11,7 +11,11 @@ Where the files come from, in this order:
    ``dataset_overrides.<Name>.archive_dir``): ``<archive_dir>/<Name>/``, each of the two
    files either plain or compressed (see below). ``archive_dir`` is one folder or a list of
    folders searched in order: the first that holds ``<Name>/`` is read
-   (:func:`archive_root`), and ``provenance.json`` records it (``archive_dir``).
+   (:func:`archive_root`), and ``provenance.json`` records it (``archive_dir``). The
+   suites that read the user's own copy of the archive say ``${paths.uea_archive}``:
+   params.yaml's ``paths.uea_archive``, or the environment variable
+   ``SSMBENCH_UEA_ARCHIVE`` (``ssmbench.params_file.INPUT_PATHS``); left unset, a fetch
+   names that setting (:func:`archive_dirs`).
 2. The copy aeon ships inside its wheel (``aeon/datasets/data/<Name>/``: BasicMotions and
    JapaneseVowels).
 3. If ``download``: aeon's downloader, ``aeon.datasets.load_classification(name,
@@ -44,6 +48,7 @@ Checksums and compressed files in ``archive_dir``:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -69,6 +74,9 @@ ZENODO_RECORD_URL = "https://zenodo.org/records/{}"
 ARCHIVE_SUFFIXES = ("", *SUFFIXES)
 #: ``archive_dir``: unset, one folder, or folders searched in order (:func:`archive_root`)
 ArchiveDir = str | os.PathLike | list[str] | None
+#: a folder of ``archive_dir`` that names a params.yaml path not set (``${paths.uea_archive}``
+#: with paths.uea_archive unset: reading params.yaml puts a set path in its place)
+UNSET_PATH = re.compile(r"\$\{paths\.([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 # --------------------------------------------------------------------------- helpers
@@ -84,16 +92,32 @@ def archive_dirs(archive_dir: ArchiveDir) -> list[Path]:
     if archive_dir is None:
         return []
     if isinstance(archive_dir, str | os.PathLike):
-        return [Path(archive_dir)]
+        return [Path(_unset_reference_refused(archive_dir))]
     if (
         isinstance(archive_dir, list | tuple)
         and archive_dir
         and all(isinstance(d, str | os.PathLike) for d in archive_dir)
     ):
-        return [Path(d) for d in archive_dir]
+        return [Path(_unset_reference_refused(d)) for d in archive_dir]
     raise DataError(
         f"archive_dir is {archive_dir!r}: give a folder (a string), or a non-empty list of "
         "folders (strings) searched in order, or null"
+    )
+
+
+def _unset_reference_refused(folder: str | os.PathLike) -> str | os.PathLike:
+    """``folder``, unless it is a ``${paths.KEY}`` that reading params.yaml left in place
+    because paths.KEY is not set (``ssmbench.params_file``): then a DataError naming the
+    setting and its environment variable."""
+    match = UNSET_PATH.fullmatch(str(folder))
+    if match is None:
+        return folder
+    key = match[1]
+    raise DataError(
+        f"archive_dir is {folder}, and paths.{key} is not set: set it to the folder of your "
+        f"copy of the UEA archive (<Name>/<Name>_TRAIN.ts and _TEST.ts, plain or as .ts.xz "
+        f"or .ts.gz) in params.yaml (paths: {key}: /path/to/uea) or in the environment "
+        f"(SSMBENCH_{key.upper()}=/path/to/uea, which wins over params.yaml)"
     )
 
 

@@ -157,7 +157,7 @@ Choices and deviations
 * ``block="ms4n"`` on raw, unnormalised values diverges: the selective scan is cubic in its
   input's scale (Δ, B_t and u all grow with it, and C_t reads the state), and nothing
   between the blocks brings the scale back. On MotorImagery under the UEA-6 protocol (raw
-  EEG values, per-channel std 13-29, |x| up to 446), Mamba1-logncde built that way reached
+  EEG values, per-channel std 13-29, |x| up to 446), Mamba1-logncde built that way reaches
   a training loss of 3.6e24 in its first epoch. The Log-NCDE reference's block
   normalises before the mixer (LayerNorm) and keeps a residual stream, so its Mamba trains
   on the raw values: ``Mamba1-logncde`` uses ``block="logncde"``.

@@ -16,8 +16,9 @@ What it holds:
     ``.ts.xz`` (the archive's own compressed file where it had one), and a ``SHA256SUMS``
     listing the decompressed content under the ``.ts`` names and each compressed file
     under its own: on the node they go to ``<archive_dir>/<Name>/``, the folder the suite's
-    settings name (``archive_dir`` is a content setting: another folder would make other
-    records), whose fetch decompresses them and checks both sums;
+    settings name here (``paths.uea_archive`` for the suites that read the user's copy:
+    the node's fetch reads the folder its own settings name, so they must name the same),
+    whose fetch decompresses them and checks both sums;
   - ``raw``: a dataset whose fetch downloads (UEA without ``archive_dir``, MONSTER from the
     Hub, the official Physiome-ODE archive) or copies from an installed package (the
     generated Physiome-ODE sets' model files): the raw copy itself, each file ``.xz``, with

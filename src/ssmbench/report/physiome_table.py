@@ -77,7 +77,7 @@ RESULT_COLUMNS = ["label", "dataset", "code", "test_set", "model", "source", "ms
 #: datasets of its smallest differences (rank sum ≤ 4: 7/1024 = 0.0068). Fewer than 10:
 #: a diagram could only show the all-one-way pairs, and says nothing a rank list does not.
 CD_MIN_DATASETS = 10
-#: Said below the table (the issue of honest selection; docs/physiome_official_format.md).
+#: Said below the table (honest selection: docs/physiome_official_format.md).
 METRIC_NOTE = (
     "MSE: test MSE pooled over every observed target value of a fold's test split, in "
     "the archive's normalised (z-scored) units; mean ± std over the folds (ours: "

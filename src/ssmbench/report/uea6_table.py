@@ -38,7 +38,7 @@ PUBLISHED_SEEDS = 5
 #: The published models shown (the Log-NCDE paper's UEA table; the linear-NCDE variants
 #: of the later paper are in the file but not in the TIDES paper's table).
 PUBLISHED_MODELS = ("log_ncde", "ncde", "nrde", "lru", "S5", "S6", "mamba")
-#: Said beside the table (the issue of honest selection, docs/uea6_protocol.md row 16).
+#: Said beside the table (honest selection: docs/uea6_protocol.md row 16).
 SELECTION_NOTE = (
     "Ours: configurations fixed or chosen on validation rows only; the checkpoint tested "
     "is the best-validation-accuracy one (TIDES: the lowest-validation-loss one, as its "

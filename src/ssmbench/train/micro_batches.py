@@ -9,8 +9,8 @@ summation order differs, so parameters move the same within float rounding
 part whose activations stay under glibc's mmap threshold (32 MiB at most) reuses freed
 heap memory, where a whole batch's tensors are fresh mappings whose pages the kernel
 zero-fills on every allocation. MS4N at B = 64, L = 10,000 trains a step 2.8x faster in
-parts of 2 rows than whole, with an eighth of the peak memory (benchmarks/bench_kernel.py
-at 3310f7d, docs/benchmarks.md). On a GPU the caching allocator has no such cost and small
+parts of 2 rows than whole, with an eighth of the peak memory (benchmarks/bench_kernel.py,
+docs/benchmarks.md). On a GPU the caching allocator has no such cost and small
 parts use the device less well (MS4N's step on an H200 in parts: 2.7x slower than whole at
 L = 1,000, 9.2x at 10,000), so the setting is a CPU one: a run on any other device
 trains each batch whole and says so (``effective_micro_batch_rows``: a warning in the log,

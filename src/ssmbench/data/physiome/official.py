@@ -2,8 +2,8 @@
 their leaderboard code (``DUP01``, ``HOD01``, ``DIF01``, ...) and mapped to their folder in
 the archive's ``final/`` (``dupont_1991a``, ...).
 
-The table is ``ssmbench/reference/physiome_top50_config.csv``, copied from the project's
-shared/reference/ (its README gives the source): the rows of github
+The table is ``ssmbench/reference/physiome_top50_config.csv`` (its source in
+``ssmbench/reference/README.md``): the rows of github
 kloetergensc/Physiome-ODE @4829169 ``resources/Top50_final.csv`` (the model name as
 ``dataset``; horizon ``T``, ``N_t`` time points, the perturbations ``d_constants`` and
 ``d_states``, ``rand_start``, the JGD score as ``jgd``, the numbers of constants and
