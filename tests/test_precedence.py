@@ -201,3 +201,25 @@ def test_explain_says_when_the_run_is_not_in_the_suite(capsys):
         "; the suites that run it: uea-paper (--suite NAME for its settings there)\n"
     )
 
+
+def test_explain_shows_every_value_the_run_reads_defaults_included(capsys):
+    """A setting no place of params.yaml sets (the lr schedule of a UEA run) and a
+    hyperparameter its model entry leaves to the constructor (MS4N's learnable_b) are
+    shown with the default they take and where that default is."""
+    argv = ["--params", str(REPO / "params.yaml"), "explain", "--benchmark", "uea",
+            "--dataset", "BasicMotions", "--model", "MS4N"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  lr_schedule +\"constant\" +default \(params\.schema\.yaml\)$", out, re.M)
+    assert re.search(r"^  warmup_epochs +0 +default \(params\.schema\.yaml\)$", out, re.M)
+    learnable = r"^  learnable_b +true +default \(ssmbench\.models\.ms4:MS4Classifier\)$"
+    assert re.search(learnable, out, re.M)
+    assert re.search(r"^  d_model +64 +.*params/ms4\.yaml: models\.MS4N$", out, re.M)
+    assert main([*argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["origins"]["settings"]["param_groups"] == "default (params.schema.yaml)"
+    assert data["model_defaults"]["learnable_b"] == {
+        "value": True,
+        "origin": "default (ssmbench.models.ms4:MS4Classifier)",
+    }
+    assert "learnable_b" not in data["model_params"]  # the spec, and a record, as resolved
