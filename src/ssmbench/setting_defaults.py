@@ -15,8 +15,8 @@ from it, so every reader takes ``settings[key]`` and holds no default of its own
 precedence and the checks take (`protocol_keys`, `batch_and_epoch_keys`) come from the
 same table: a new setting is its schema entry (type, range, default) and its reader.
 
-A leaf module (yaml only): the data sources complete a benchmark entry from it too
-(`ssmbench.data.sources`), below the settings' layer.
+A leaf module (yaml, read when a default is first asked for): the data sources complete a
+benchmark entry from it too (`ssmbench.data.sources`), below the settings' layer.
 """
 
 from __future__ import annotations
@@ -25,8 +25,6 @@ import copy
 import functools
 from pathlib import Path
 from types import MappingProxyType
-
-import yaml
 
 __all__ = [
     "DEFAULT_ORIGIN",
@@ -45,6 +43,10 @@ DEFAULT_ORIGIN = "default (params.schema.yaml)"
 
 @functools.cache
 def _defs() -> MappingProxyType:
+    # imported here: a command that runs on the standard library alone (`ssmbench offline
+    # unpack`) imports this module and reads no schema
+    import yaml
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return MappingProxyType(yaml.load(SCHEMA_PATH.read_text(), Loader=loader)["$defs"])
 
