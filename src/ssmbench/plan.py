@@ -157,7 +157,7 @@ def row_counts(
         )
     N = int(size.N)
     if source == "physiome":
-        N = int(settings["generator"].get("n_instances") or N)
+        N = int((settings.get("generator") or {}).get("n_instances") or N)
         n_val, n_test = round(0.2 * N), round(0.1 * N)
         return N - n_val - n_test, n_val, n_test
     fractions = settings["split"].get("fractions") if "split" in settings else None

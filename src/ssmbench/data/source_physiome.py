@@ -13,7 +13,7 @@ def fetch(name: str, raw_dir: Path, settings: dict, force: bool) -> dict:
     from ssmbench.data.physiome import fetch_physiome
 
     if force:
-        settings = {**settings, "zenodo": {**settings["zenodo"], "force": True}}
+        settings = {**settings, "zenodo": {**(settings.get("zenodo") or {}), "force": True}}
     return fetch_physiome(name, raw_dir, settings)
 
 
