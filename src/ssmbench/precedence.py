@@ -125,7 +125,7 @@ def _apply(values: dict, origins: dict, place: Mapping, origin: str) -> None:
         if isinstance(value, dict | list):  # a place's own containers are never shared
             value = copy.deepcopy(value)
         merged = isinstance(value, dict) and isinstance(values.get(key), dict)
-        if not merged or value:  # ({} set whole before: a generator's default, say)
+        if not merged or value:  # (a dict set whole by a lower place: {} as a default)
             origins.pop(key, None)
         if not merged and isinstance(values.get(key), dict):  # its keys' origins go too
             for name in [k for k in origins if k.startswith(f"{key}.")]:
