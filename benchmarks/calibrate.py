@@ -161,6 +161,7 @@ def main(argv=None) -> int:
     from ssmbench.config import model_entry
     from ssmbench.models import family_is_estimator
     from ssmbench.params_file import read_params
+    from ssmbench.setting_defaults import setting_defaults
     from ssmbench.step_costs import TABLE, Point, read_table, write_table
 
     torch.set_num_threads(args.threads)
@@ -169,6 +170,8 @@ def main(argv=None) -> int:
         print("calibrate.py: --device cuda but torch sees no GPU", file=sys.stderr)
         return 2
     params = read_params(args.params)
+    # the protocol as a run reads it: params.yaml's over the schema's defaults
+    protocol = {**setting_defaults(), **params["protocol"]}
     if args.models:
         names = args.models.split(",")
         unknown = [n for n in names if n not in params["models"]]
@@ -209,7 +212,7 @@ def main(argv=None) -> int:
                     macs = None
                 else:
                     step_s, eval_s, macs = _time_torch(
-                        name, entry, params["protocol"], B, C, L, args.steps, device
+                        name, entry, protocol, B, C, L, args.steps, device
                     )
             except Exception as exc:  # say which entry and shape, keep measuring the rest
                 print(f"{name:<16}{family:<13}{f'{B}x{C}x{L}':>16}  failed: {exc}", flush=True)

@@ -17,11 +17,17 @@ from conftest import make_project, signal_at_training_batch
 from ssmbench.config import ConfigError, Job, job_spec
 from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.params_file import read_params, validate_schema
-from ssmbench.reading_plan import BLOCKS, DEFAULT_READING, MEMORY, plan_reading, reading_settings
+from ssmbench.reading_plan import BLOCKS, MEMORY, plan_reading, reading_settings
+from ssmbench.setting_defaults import setting_defaults
 from ssmbench.train import batch_order, protocol, run_setup
 from ssmbench.train.batch_order import BlockReader, BlockShuffledOrder, epoch_order, plan_order
 from ssmbench.train.checkpoint import TrainingInterrupted
 from ssmbench.train.protocol import run_job
+
+
+def _reading(**given) -> dict:
+    """Settings whose ``reading`` is the schema's defaults with ``given`` over them."""
+    return {"reading": {**setting_defaults()["reading"], **given}}
 
 
 def _gen(seed=0):
@@ -124,7 +130,7 @@ def test_each_window_holds_whole_blocks_of_consecutive_rows():
 
 def test_in_memory_order_is_the_old_full_shuffle_bit_for_bit():
     train_idx = np.random.default_rng(0).permutation(5000).astype(np.int64)[:4000]
-    plan = plan_reading({}, (5000, 2, 8))
+    plan = plan_reading(_reading(), (5000, 2, 8))
     assert plan.mode == MEMORY
     g_new, g_old = _gen(7), _gen(7)
     for _ in range(3):  # several epochs from one generator
@@ -136,15 +142,13 @@ def test_in_memory_order_is_the_old_full_shuffle_bit_for_bit():
 
 def test_the_budget_decides_the_mode_and_block_rows_follow_block_mb():
     shape = (100_000, 10, 24)  # 960 bytes a row, 96 MB
-    assert plan_reading({"reading": {"in_memory_max_gb": 0.1}}, shape).mode == MEMORY
-    plan = plan_reading({"reading": {"in_memory_max_gb": 0.05, "block_mb": 1,
-                                     "buffer_blocks": 8}}, shape)  # fmt: skip
+    assert plan_reading(_reading(in_memory_max_gb=0.1), shape).mode == MEMORY
+    plan = plan_reading(_reading(in_memory_max_gb=0.05, block_mb=1, buffer_blocks=8), shape)
     assert plan.mode == BLOCKS and plan.block_rows == (1 << 20) // 960 == 1092
     assert plan.buffer_blocks == 8
     assert plan.describe()["mode"] == "blocks" and "BLOCK-SHUFFLED" in plan.message()
     # a row larger than a block: one row a block
-    assert plan_reading({"reading": {"in_memory_max_gb": 0, "block_mb": 1e-6}},
-                        shape).block_rows == 1  # fmt: skip
+    assert plan_reading(_reading(in_memory_max_gb=0, block_mb=1e-6), shape).block_rows == 1
 
 
 # ----------------------------------------------------------------------------- settings
@@ -162,7 +166,7 @@ def test_bad_reading_settings_are_refused_naming_the_key(key, value, message):
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         validate_schema(bad)
     with pytest.raises(ValueError, match=message.replace(".", r"\.")):
-        reading_settings({"reading": {key: value}})
+        reading_settings(_reading(**{key: value}))
     with pytest.raises(ValueError, match="block_rows"):
         epoch_order(np.arange(10), _gen(), 0, 1)
 
@@ -178,12 +182,14 @@ def test_unknown_reading_key_and_suite_override_are_checked():
     with pytest.raises(ConfigError, match=r"suites\.tiny\.overrides\.reading\.buffer_blocks"):
         validate_schema(bad)
     with pytest.raises(ValueError, match="unknown"):
-        reading_settings({"reading": {"block_rows": 64}})
+        reading_settings(_reading(block_rows=64))
+    with pytest.raises(ValueError, match=r"missing key\(s\) \['block_mb'\]"):
+        reading_settings({"reading": {"in_memory_max_gb": 1.0, "buffer_blocks": 2}})
 
 
 def test_params_yaml_states_the_defaults():
     params = read_params("params.yaml")
-    assert params["protocol"]["reading"] == DEFAULT_READING
+    assert params["protocol"]["reading"] == setting_defaults()["reading"]
 
 
 # ----------------------------------------------------------------------------- the reader

@@ -1,7 +1,8 @@
 """A training setting on the command line (`ssmbench --set KEY=VALUE`, `snakemake --config
-KEY=VALUE`, `train --max-epochs`): the last place of the one precedence, shown as "command
-line" by `explain` and in the records, passed to the jobs, announced; a bad key or value
-is one error naming the command line."""
+KEY=VALUE`): the last places of the one precedence, shown as "command line" by `explain`
+and in the records, passed to the jobs, announced; a command's own option (`train
+--max-epochs`) a place of its own over them, "command line option --max-epochs"; a bad key
+or value is one error naming the command line."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from conftest import REPO, make_project, tool_env
 
 from ssmbench.cli import main
 from ssmbench.config import Job, job_spec, load_params
-from ssmbench.precedence import COMMAND_LINE, Tuned, command_line_settings, resolve_settings
+from ssmbench.precedence import (
+    COMMAND_LINE,
+    Tuned,
+    command_line_settings,
+    option_origin,
+    resolve_settings,
+)
 
 
 def test_pairs_are_read_as_yaml_numbers_included():
@@ -107,4 +114,16 @@ def test_train_max_epochs_is_recorded_as_the_command_lines(tmp_path):
     )  # fmt: skip
     record = json.loads((project / "results/runs/uea/BasicMotions/MS4/fold0.json").read_text())
     assert record["epochs_run"] == 1
-    assert record["origins"]["settings"]["max_epochs"] == COMMAND_LINE
+    assert record["origins"]["settings"]["max_epochs"] == option_origin("max_epochs")
+    assert record["origins"]["settings"]["max_epochs"] == "command line option --max-epochs"
+    # --threads left out: the command's default, which the record names
+    assert record["origins"]["threads"] == "default (ssmbench train --threads 1)"
+
+
+def test_a_command_s_option_is_a_place_over_the_command_line():
+    params = load_params(REPO / "params.yaml", suite="tiny", command_line={"max_epochs": 7},
+                         command_options={"max_epochs": 3})  # fmt: skip
+    settings, origins = resolve_settings(params, "uea", "BasicMotions", "MS4N")
+    assert settings["max_epochs"] == 3 and origins["max_epochs"] == option_origin("max_epochs")
+    spec = job_spec(params, Job("uea", "BasicMotions", "MS4N", 0))
+    assert spec["origins"]["settings"]["max_epochs"] != COMMAND_LINE

@@ -88,7 +88,7 @@ def test_suite_overrides_apply_last(params):
     "n_train, expected", [(10, 4), (36, 4), (90, 8), (243, 16), (1000, 64), (30000, 64)]
 )
 def test_batch_size_is_4_to_64_by_size(params, n_train, expected):
-    assert batch_size_for(params["benchmarks"]["uea"], n_train) == expected
+    assert batch_size_for(benchmark_settings(params, "uea"), n_train) == expected
 
 
 def test_missing_archive_folder_fails_before_jobs(params, tmp_path):
@@ -218,15 +218,29 @@ def _source_literals(reader: str) -> set[str]:
     return found | {node.arg for node in ast.walk(tree) if isinstance(node, ast.arg)}
 
 
+#: where a run's setting sits in params.yaml (its key last): the protocol, a benchmark,
+#: a dataset's overrides
+SETTING_PLACES = ("protocol.{}", "benchmarks.*.{}", "benchmarks.*.dataset_overrides.*.{}")
+
+
+def _settings_read(reads: list[tuple[str, str]]) -> set[str]:
+    """The schema leaves of run settings that the code reads as ``settings["<key>"]``
+    (`_code_reads`), at each place a setting may sit."""
+    keys = {key.split(".")[1] for _, key in reads if key.startswith("<settings>.")}
+    return {place.format(key) for key in keys for place in SETTING_PLACES}
+
+
 def test_every_key_the_schema_allows_has_a_reader_that_reads_it():
-    """Schema -> code. The schema's keys (leaves, `_schema_keys`) and the patterns of
-    ``config_readers.CONFIG_READERS`` (who reads which key) must agree both ways: a key the
-    schema allows with no reader fails, and so does a pattern naming no key of the
-    schema. Then each reader is resolved (an import and an attribute, or a workflow
-    file) and must name its key in its code: as a string constant outside docstrings or
-    a parameter name (Python), as a quoted word or keyword argument (workflow files). A
-    reader that stops reading its key fails here; so does a key added to the schema and
-    params.yaml that nothing reads."""
+    """Schema -> code. The schema's keys (leaves, `_schema_keys`) must each be read: a
+    run's setting where the code reads ``settings["<key>"]`` (`_code_reads`: no list of
+    settings to keep beside the schema), every other key by the patterns of
+    ``config_readers.CONFIG_READERS`` (who reads which key), which must agree with the
+    schema both ways: a key the schema allows with no reader fails, and so does a pattern
+    naming no key of the schema. Then each reader is resolved (an import and an
+    attribute, or a workflow file) and must name its key in its code: as a string
+    constant outside docstrings or a parameter name (Python), as a quoted word or keyword
+    argument (workflow files). A reader that stops reading its key fails here; so does a
+    key added to the schema and params.yaml that nothing reads."""
     from fnmatch import fnmatchcase
 
     from ssmbench.config_readers import CONFIG_READERS
@@ -234,8 +248,14 @@ def test_every_key_the_schema_allows_has_a_reader_that_reads_it():
 
     leaves, _ = _schema_keys(yaml.safe_load(SCHEMA_PATH.read_text()))
     patterns = dict(CONFIG_READERS)
-    unread = sorted(leaf for leaf in leaves if not any(fnmatchcase(leaf, p) for p in patterns))
-    assert not unread, f"keys the schema allows that no CONFIG_READERS entry reads: {unread}"
+    settings_read = _settings_read(_code_reads())
+    assert "protocol.lr_schedule" in settings_read  # the scan finds the readers
+    assert "benchmarks.*.dataset_overrides.*.batch_size" in settings_read
+    unread = sorted(
+        leaf for leaf in leaves
+        if not any(fnmatchcase(leaf, p) for p in [*patterns, *settings_read])
+    )  # fmt: skip
+    assert not unread, f"keys the schema allows that nothing reads: {unread}"
     nodes = _prefixes(leaves)
     stray = sorted(p for p in patterns if not any(fnmatchcase(node, p) for node in nodes))
     assert not stray, f"CONFIG_READERS names keys the schema does not allow: {stray}"

@@ -22,6 +22,8 @@ LAYERS = {
     "ssmbench.project_lock": 0,
     "ssmbench.run_lock": 0,
     "ssmbench.provenance_file": 0,
+    # every setting's default, read from the schema: a leaf the data sources read too
+    "ssmbench.setting_defaults": 0,
     "ssmbench.data": 1,
     "ssmbench.models": 1,
     "ssmbench.complexity": 2,

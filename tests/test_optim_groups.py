@@ -11,13 +11,14 @@ from conftest import REPO
 from ssmbench.config import model_entry
 from ssmbench.models import build_model
 from ssmbench.params_file import read_params
+from ssmbench.setting_defaults import setting_defaults
 from ssmbench.train.optim import build_optimizer, lr_factor_at, set_epoch_lr
 
 PARAMS = read_params(REPO / "params.yaml")
 
 
 def _groups(model, **settings):
-    settings = {"optimizer": "adamw", "lr": 1e-3, "weight_decay": 0.05,
+    settings = {**setting_defaults(), "optimizer": "adamw", "lr": 1e-3, "weight_decay": 0.05,
                 "param_groups": "tides", "lr_factor": 10, **settings}  # fmt: skip
     opt = build_optimizer(model, settings)
     names = {id(p): n for n, p in model.named_parameters()}

@@ -14,12 +14,12 @@ from conftest import REPO
 from ssmbench.cli import main
 from ssmbench.config import Job, job_spec, load_params
 from ssmbench.precedence import (
-    DEFAULT_SEED_ORIGIN,
     Tuned,
     resolve,
     resolve_settings,
     settings_places,
 )
+from ssmbench.setting_defaults import DEFAULT_ORIGIN
 from ssmbench.staleness import tracked_settings
 
 RUN = ("uea", "BasicMotions", "MS4N")
@@ -38,6 +38,7 @@ def _with_lr_everywhere(params: dict) -> tuple[dict, list[str], list[dict]]:
     bench, dataset, model = RUN
     suite = p["suites"][SUITE]
     places = [
+        (DEFAULT_ORIGIN, {}),  # the schema's lr: set here in its own file
         ("protocol", p["protocol"]),
         (f"benchmarks.{bench}", p["benchmarks"][bench]),
         (f"benchmarks.{bench}.dataset_overrides.{dataset}",
@@ -50,7 +51,7 @@ def _with_lr_everywhere(params: dict) -> tuple[dict, list[str], list[dict]]:
         (f"suites.{SUITE}.model_overrides.{model}",
          suite.setdefault("model_overrides", {}).setdefault(model, {})),
     ]  # fmt: skip
-    for i, (_, place) in enumerate(places):
+    for i, (_, place) in enumerate(places[1:], 1):
         place["lr"] = 10.0 ** -(i + 1)
     return p, [name for name, _ in places], [place for _, place in places]
 
@@ -60,13 +61,14 @@ def test_each_place_wins_over_the_ones_before_it(real_params):
     bench, dataset, model = RUN
     found = [name for name, _ in settings_places(params, bench, dataset, model, SUITE)]
     assert found == names  # the table's order
-    for i in reversed(range(len(names))):
+    for i in reversed(range(1, len(names))):
         settings, origins = resolve_settings(params, bench, dataset, model, SUITE)
         assert origins["lr"] == names[i] and settings["lr"] == 10.0 ** -(i + 1)
         # take the last place's lr away: the one before it shows through
         dicts[i].pop("lr")
-    with pytest.raises(KeyError):
-        resolve_settings(params, bench, dataset, model, SUITE)[1]["lr"]
+    # no place of params.yaml sets it: the schema's default, which says so
+    settings, origins = resolve_settings(params, bench, dataset, model, SUITE)
+    assert (settings["lr"], origins["lr"]) == (1.0e-3, DEFAULT_ORIGIN)
 
 
 def test_a_tuned_file_goes_over_every_place(real_params):
@@ -99,11 +101,19 @@ def test_a_suite_setting_reaches_only_benchmarks_that_have_it(real_params):
     assert synthetic["generator"]["seed"] == 7
 
 
-def test_seed_base_no_place_sets_is_zero_and_says_so(real_params):
+def test_a_setting_no_place_sets_is_its_schema_default_and_says_so(real_params):
     params = copy.deepcopy(real_params)
     params["protocol"].pop("seed_base", None)
     settings, origins = resolve_settings(params, *RUN, SUITE)
-    assert settings["seed_base"] == 0 and origins["seed_base"] == DEFAULT_SEED_ORIGIN
+    assert settings["seed_base"] == 0 and origins["seed_base"] == DEFAULT_ORIGIN
+    # the lr schedule: set by no place for this run, read by the trainer all the same
+    assert (settings["lr_schedule"], origins["lr_schedule"]) == ("constant", DEFAULT_ORIGIN)
+    # a dict default is merged key by key under the places that set some of its keys
+    params["protocol"]["reading"] = {"block_mb": 2.0}
+    settings, origins = resolve_settings(params, *RUN, SUITE)
+    assert settings["reading"] == {"in_memory_max_gb": 4.0, "block_mb": 2.0, "buffer_blocks": 32}
+    assert origins["reading.block_mb"] == "protocol"
+    assert origins["reading.buffer_blocks"] == DEFAULT_ORIGIN
 
 
 def test_every_value_has_an_origin_in_every_suite(real_params):
@@ -142,7 +152,7 @@ def test_the_docs_table_is_the_code_s_order(real_params):
     ]  # fmt: skip
     assert [place for _, place in rows[: len(generic)]] == generic
     assert len(rows) == len(generic)
-    assert re.search(rf"^\| {len(generic) + 1} \| the tuned file", section, flags=re.M)
+    assert re.search(rf"^\| {len(generic)} \| the tuned file", section, flags=re.M)
 
 
 def test_explain_prints_each_value_with_its_place(capsys):
@@ -190,3 +200,26 @@ def test_explain_says_when_the_run_is_not_in_the_suite(capsys):
     assert err.count("\n") == 1 and err.endswith(
         "; the suites that run it: uea-paper (--suite NAME for its settings there)\n"
     )
+
+
+def test_explain_shows_every_value_the_run_reads_defaults_included(capsys):
+    """A setting no place of params.yaml sets (the lr schedule of a UEA run) and a
+    hyperparameter its model entry leaves to the constructor (MS4N's learnable_b) are
+    shown with the default they take and where that default is."""
+    argv = ["--params", str(REPO / "params.yaml"), "explain", "--benchmark", "uea",
+            "--dataset", "BasicMotions", "--model", "MS4N"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  lr_schedule +\"constant\" +default \(params\.schema\.yaml\)$", out, re.M)
+    assert re.search(r"^  warmup_epochs +0 +default \(params\.schema\.yaml\)$", out, re.M)
+    learnable = r"^  learnable_b +true +default \(ssmbench\.models\.ms4:MS4Classifier\)$"
+    assert re.search(learnable, out, re.M)
+    assert re.search(r"^  d_model +64 +.*params/ms4\.yaml: models\.MS4N$", out, re.M)
+    assert main([*argv, "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["origins"]["settings"]["param_groups"] == "default (params.schema.yaml)"
+    assert data["model_defaults"]["learnable_b"] == {
+        "value": True,
+        "origin": "default (ssmbench.models.ms4:MS4Classifier)",
+    }
+    assert "learnable_b" not in data["model_params"]  # the spec, and a record, as resolved

@@ -17,6 +17,7 @@ from ssmbench.config import Job, job_spec
 from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.data.store import PreparedDataset
 from ssmbench.params_file import read_params
+from ssmbench.setting_defaults import setting_defaults
 from ssmbench.train.fold_split import split_indices
 from ssmbench.train.protocol import run_job
 from ssmbench.train.provenance import PROVENANCE_KEYS, RUN_FACT_KEYS, record_provenance
@@ -199,7 +200,7 @@ def test_adamw_decays_ordinary_weights_and_not_the_hinted_ssm_parameters():
 
     params = read_params(REPO / "params.yaml")
     model = build_model("S4D", 3, 4, 32, params["models"]["S4D"])
-    settings = {"optimizer": "adamw", "lr": 0.1, "weight_decay": 0.5}
+    settings = {**setting_defaults(), "optimizer": "adamw", "lr": 0.1, "weight_decay": 0.5}
     optimizer = build_optimizer(model, settings)
     assert isinstance(optimizer, torch.optim.AdamW)
     hinted = {id(p) for p in model.parameters() if hasattr(p, "_optim")}
@@ -234,7 +235,7 @@ def test_adam_is_one_update_whatever_the_groups():
         torch.manual_seed(0)
         # without dropout: its masks would differ between the two models' draws
         models.append(build_model("MS4N", 3, 4, 32, {**params["models"]["MS4N"], "dropout": 0.0}))
-    grouped = build_optimizer(models[0], {"optimizer": "adam", "lr": 1e-2, "weight_decay": 0.0})
+    grouped = build_optimizer(models[0], {**setting_defaults(), "lr": 1e-2})
     single = torch.optim.Adam(models[1].parameters(), lr=1e-2, weight_decay=0.0)
     assert len(grouped.param_groups) == 2
     x = torch.randn(5, 3, 32)
@@ -265,7 +266,7 @@ def test_unknown_optimizer_is_refused_naming_the_key():
     with pytest.raises(ConfigError, match=r"protocol\.optimizer: 'sgd' is not one of"):
         validate_schema(params)
     with pytest.raises(ValueError, match="protocol.optimizer: unknown optimizer 'sgd'"):
-        build_optimizer(torch.nn.Linear(2, 2), {"optimizer": "sgd", "lr": 1e-3})
+        build_optimizer(torch.nn.Linear(2, 2), {**setting_defaults(), "optimizer": "sgd"})
 
 
 def test_an_optim_hint_the_optimizer_does_not_take_is_refused():
@@ -276,7 +277,7 @@ def test_an_optim_hint_the_optimizer_does_not_take_is_refused():
     layer = torch.nn.Linear(2, 2)
     layer.weight._optim = {"weight_dacay": 0.0}
     with pytest.raises(ValueError, match="weight_dacay"):
-        build_optimizer(layer, {"optimizer": "adam", "lr": 1e-3})
+        build_optimizer(layer, setting_defaults())
 
 
 def test_seeding_makes_cpu_ops_deterministic_without_importing_the_compiler():

@@ -4,6 +4,7 @@ the digest's modules."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import shutil
@@ -212,6 +213,23 @@ def test_checkpoint_settings_never_make_a_record_stale(spec, tmp_path):
     assert tracked_settings(changed) == tracked_settings(spec)
     other = {**spec, "settings": {**spec["settings"], "lr": 0.5}}
     assert record_is_stale(record, other)
+
+
+def test_a_setting_a_record_leaves_out_stands_for_its_default(spec, tmp_path):
+    """A record whose protocol lacks a setting (made where no place, and so no reader,
+    gave it a value) was made with the setting's default: current while the run asks for
+    that default, stale once it asks for another; an origin is no content either way."""
+    without = {k: v for k, v in spec["settings"].items() if k not in ("lr_schedule", "batch_size")}
+    record = write_record(tmp_path / "fold0.json", spec, protocol=without)
+    assert (spec["settings"]["lr_schedule"], spec["settings"]["batch_size"]) == ("constant", None)
+    assert record_state(record, spec).current
+    cosine = {**spec, "settings": {**spec["settings"], "lr_schedule": "cosine"}}
+    assert record_state(record, cosine).why == (
+        'changed since the record: protocol settings (lr_schedule: absent -> "cosine")'
+    )
+    moved = copy.deepcopy(spec)
+    moved["origins"]["settings"]["lr_schedule"] = "suites.default.overrides"
+    assert record_state(record, moved).current
 
 
 def test_settings_marker_dates_say_whether_a_record_is_current(spec, tmp_path):

@@ -23,6 +23,7 @@ from ssmbench.data.validation_split import split_settings
 from ssmbench.params_file import ConfigError, read_params_and_files, validate_schema
 from ssmbench.precedence import (
     BATCH_AND_EPOCH_KEYS,
+    COMMAND_OPTIONS,
     PROTOCOL_KEYS,
     TRAINING_KEYS,
     Tuned,
@@ -31,6 +32,7 @@ from ssmbench.precedence import (
     resolve_model_params,
     resolve_settings,
 )
+from ssmbench.setting_defaults import source_defaults
 from ssmbench.staleness import training_code_digest
 
 
@@ -64,15 +66,20 @@ def load_params(
     path: str | Path = "params.yaml",
     suite: str | None = None,
     command_line: dict | None = None,
+    command_options: dict | None = None,
 ) -> dict:
     """Read, schema-validate and cross-check params.yaml; `suite` overrides `params["suite"]`,
-    and `command_line` settings go over every place (``ssmbench.precedence``)."""
+    `command_line` settings go over every place and `command_options` (a command's own
+    options: ``train --max-epochs``) over those (``ssmbench.precedence``)."""
     params, files = read_params_and_files(path)
     if suite is not None:
         params["suite"] = suite
     if command_line:
         params["command_line"] = dict(command_line)
         files = {**files, "command_line": "the command line: --set, or snakemake --config"}
+    if command_options:
+        params[COMMAND_OPTIONS] = dict(command_options)
+        files = {**files, COMMAND_OPTIONS: "the command line: the command's own options"}
     validate_schema(params, source=str(path), files=files)
     check_params(params, source=str(path))
     return params
@@ -332,7 +339,8 @@ def _recipe_problems(params: dict) -> list[str]:
         if source is None or source.check_recipe is None:
             continue
         for dataset in bench.get("datasets") or []:
-            settings = copy.deepcopy(bench)
+            # over the source's defaults, as a run resolves them (ssmbench.setting_defaults)
+            settings = {**source_defaults(bench.get("source")), **copy.deepcopy(bench)}
             merge_into(settings, (bench.get("dataset_overrides") or {}).get(dataset) or {})
             try:
                 source.check_recipe(dataset, settings)
@@ -438,7 +446,7 @@ def validation_fallbacks(params: dict, suite: str | None = None) -> list[tuple[s
             why = (
                 f"{settings['val_fraction']:g} of its {n} training rows is {n_val}, for {k} classes"
             )
-            found.append((bench, dataset, settings.get("val_split_fallback"), why))
+            found.append((bench, dataset, settings["val_split_fallback"], why))
     return found
 
 
@@ -655,7 +663,7 @@ MAX_SEED = 2**32 - 1
 
 def _spec(params: dict, job: Job, suite: str | None, tuned: Tuned | None) -> dict[str, Any]:
     resolved = resolve(params, job.benchmark, job.dataset, job.model, suite, tuned)
-    seed = int(resolved.settings.get("seed_base", 0)) + job.fold
+    seed = int(resolved.settings["seed_base"]) + job.fold
     if seed > MAX_SEED:
         raise ConfigError(
             f"{job.benchmark}/{job.dataset}/{job.model}/fold{job.fold} in suite "

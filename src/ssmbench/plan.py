@@ -134,14 +134,14 @@ def row_counts(
 
     bench = params["benchmarks"][job.benchmark]
     source = bench.get("source", job.benchmark)
-    val_fraction = float(settings.get("val_fraction", 0.1))
+    val_fraction = float(settings["val_fraction"])
     if source in ("uea", "uea_drop"):
         base = UEA_DATASETS.get(job.dataset) or UEA_DATASETS.get(job.dataset.removesuffix("Drop"))
         if base and base.get("n_train") and base.get("n_test"):
             n_val = max(1, round(val_fraction * base["n_train"]))
             return base["n_train"] - n_val, n_val, base["n_test"]
     elif source == "synthetic":
-        gen = settings.get("generator") or {}
+        gen = settings["generator"]
         if gen.get("n_train"):
             n_val = max(1, round(val_fraction * gen["n_train"]))
             n_test = int(gen.get("n_test_per_dt", 0)) * len(gen.get("test_dts") or [1])
@@ -160,7 +160,7 @@ def row_counts(
         N = int((settings.get("generator") or {}).get("n_instances") or N)
         n_val, n_test = round(0.2 * N), round(0.1 * N)
         return N - n_val - n_test, n_val, n_test
-    fractions = (settings.get("split") or {}).get("fractions")
+    fractions = settings["split"].get("fractions") if "split" in settings else None
     if fractions:  # uea6: a permutation cut at int(f_train N), int((f_train + f_val) N)
         a, b = int(fractions[0] * N), int((fractions[0] + fractions[1]) * N)
         return a, b - a, N - b
@@ -388,7 +388,7 @@ def estimate(
             continue
         est.seconds = run_seconds(
             costs, est.machine, family, mmac_row, C, L, est.n_train, est.n_val, est.n_test,
-            est.batch_size, est.epochs, int(settings.get("val_interval", 1)),
+            est.batch_size, est.epochs, int(settings["val_interval"]),
         )  # fmt: skip
         if est.seconds is None:
             est.problem = (

@@ -7,6 +7,10 @@ these places, lowest first; a later place wins, and a dict setting (``reading``,
 ====  ============================================  ====================================
  #    place                                         what it is for
 ====  ============================================  ====================================
+ 0    ``default (params.schema.yaml)``              every setting's default: the
+                                                    schema's ``default``s, the source's
+                                                    own for B's source
+                                                    (`ssmbench.setting_defaults`)
  1    ``protocol``                                  what every run shares
  2    ``benchmarks.B``                              the benchmark's protocol (epochs,
                                                     batch, split, its generator)
@@ -25,13 +29,19 @@ these places, lowest first; a later place wins, and a dict setting (``reading``,
  9    ``command_line``                              the command line, for one invocation:
                                                     ``ssmbench --set KEY=VALUE``,
                                                     ``snakemake --config KEY=VALUE``
+10    ``command_options``                           a command's own option, for one
+                                                    invocation (``ssmbench train
+                                                    --max-epochs``): origin
+                                                    ``command line option --max-epochs``
 ====  ============================================  ====================================
 
-``seed_base`` that no place sets is 0 (a run's seed is seed_base + fold).
+No reader holds a default of its own: every setting the code reads has its default at
+place 0, so a run's settings hold every value it reads.
 
 Its **model hyperparameters**: ``models.M`` (less ``dataset_settings`` and
 ``dataset_params``), then ``models.M.dataset_params.D`` (the Log-NCDE benchmark's S5 per
-UEA set), then the tuned file.
+UEA set), then the tuned file; a hyperparameter none of them sets is the default of the
+family's constructor (`ssmbench.models.constructor_defaults`, which ``explain`` shows).
 
 `resolve` walks these places and keeps, for every value, the place it came from
 (`Resolved.settings_origin`, `Resolved.params_origin`; a dict setting per key, as
@@ -39,7 +49,8 @@ UEA set), then the tuned file.
 does, and a run record stores them (``settings_origin``), so a record answers "why did this
 run use lr 1e-4?". The suite has the last word over params.yaml, a search over the suite,
 and the command line over all (``command_line``: what `command_line_settings` reads off
-``--set`` / ``--config``, never written in params.yaml).
+``--set`` / ``--config``; ``command_options``: what a command's own options set; neither
+written in params.yaml).
 """
 
 from __future__ import annotations
@@ -48,35 +59,21 @@ import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ssmbench.setting_defaults import (
+    DEFAULT_ORIGIN,
+    batch_and_epoch_keys,
+    defaults_view,
+    protocol_keys,
+)
 from ssmbench.staleness import EXECUTION_KEYS
 
-#: Keys a suite's ``overrides`` may set for every benchmark: the protocol's.
-PROTOCOL_KEYS = {
-    "optimizer",
-    "lr",
-    "weight_decay",
-    "val_fraction",
-    "val_split_seed",
-    "val_split_fallback",
-    "val_interval",
-    "early_stopping_patience",
-    "monitor",
-    "grad_clip_norm",
-    "max_loss_ratio",
-    "micro_batch_rows",
-    "deterministic",
-    "seed_base",
-    "param_groups",
-    "lr_factor",
-    "lr_schedule",
-    "warmup_epochs",
-    "reading",
-    "epoch_test_scores",
-}
-PROTOCOL_KEYS |= set(EXECUTION_KEYS)
+#: Keys a suite's ``overrides`` may set for every benchmark: the protocol's (the schema's
+#: ``protocol_values``, execution keys among them)
+PROTOCOL_KEYS = set(protocol_keys())
 
-#: training settings every benchmark can take (a benchmark may leave them to defaults)
-BATCH_AND_EPOCH_KEYS = {"max_epochs", "batch_size", "batch_min", "batch_max", "batch_fraction"}
+#: training settings every benchmark can take, a benchmark may leave them to their
+#: defaults (the schema's ``batch_and_epoch_values``)
+BATCH_AND_EPOCH_KEYS = set(batch_and_epoch_keys())
 #: what a search space or a search's ``settings`` may set besides model hyperparameters
 #: (never ``epoch_test_scores``: a tuning trial has no test rows to score)
 TRAINING_KEYS = (PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS) - set(EXECUTION_KEYS) - {"epoch_test_scores"}
@@ -86,9 +83,8 @@ TRAINING_KEYS = (PROTOCOL_KEYS | BATCH_AND_EPOCH_KEYS) - set(EXECUTION_KEYS) - {
 COMMAND_LINE_KEYS = TRAINING_KEYS | set(EXECUTION_KEYS)
 #: the origin of a value set on the command line
 COMMAND_LINE = "command line"
-
-#: The origin of ``seed_base`` where no place sets it.
-DEFAULT_SEED_ORIGIN = "default (seed_base 0)"
+#: params' key of the settings a command's own options give (``train --max-epochs``)
+COMMAND_OPTIONS = "command_options"
 #: Keys of a benchmark's entry that are not settings: its dataset list and per-dataset places.
 _BENCHMARK_NOT_SETTINGS = ("datasets", "dataset_overrides")
 #: Keys of a model's entry that are not hyperparameters: its per-dataset places, and the
@@ -125,10 +121,14 @@ def _apply(values: dict, origins: dict, place: Mapping, origin: str) -> None:
     """``values`` updated with ``place`` (a dict value merged key by key into a dict
     already there), and ``origins`` with where each value now comes from: ``key``, or
     ``key.sub`` for each key of a dict value."""
-    for key, value in copy.deepcopy(dict(place)).items():
+    for key, value in place.items():
+        if isinstance(value, dict | list):  # a place's own containers are never shared
+            value = copy.deepcopy(value)
         merged = isinstance(value, dict) and isinstance(values.get(key), dict)
-        if not merged:
-            for name in [k for k in origins if k == key or k.startswith(f"{key}.")]:
+        if not merged or value:  # (a dict set whole by a lower place: {} as a default)
+            origins.pop(key, None)
+        if not merged and isinstance(values.get(key), dict):  # its keys' origins go too
+            for name in [k for k in origins if k.startswith(f"{key}.")]:
                 del origins[name]
         values[key] = {**values[key], **value} if merged else value
         if isinstance(value, dict) and value:
@@ -145,12 +145,13 @@ def merge_into(values: dict, place: Mapping) -> None:
 def settings_places(
     params: dict, benchmark: str, dataset: str | None, model: str | None, suite: str
 ) -> list[tuple[str, Mapping]]:
-    """The places of the module's table that a run has, in order: (the params.yaml key,
-    what it sets). Without ``dataset``/``model``: the places of every run of the benchmark
-    (what the split rule and the data stages read)."""
+    """The places of the module's table that a run has, in order: (the params.yaml key, or
+    `DEFAULT_ORIGIN` for the defaults, what it sets). Without ``dataset``/``model``: the
+    places of every run of the benchmark (what the split rule and the data stages read)."""
     bench = params["benchmarks"][benchmark]
     suite_entry = params["suites"][suite]
     places = [
+        (DEFAULT_ORIGIN, defaults_view(bench.get("source"))),
         ("protocol", params["protocol"]),
         (f"benchmarks.{benchmark}",
          {k: v for k, v in bench.items() if k not in _BENCHMARK_NOT_SETTINGS}),
@@ -236,10 +237,15 @@ def resolve_settings(
     if tuned is not None:
         _apply(settings, origins, tuned.training_settings, tuned.file)
     _apply(settings, origins, params.get("command_line") or {}, COMMAND_LINE)
-    if "seed_base" not in settings:
-        settings["seed_base"] = 0
-        origins["seed_base"] = DEFAULT_SEED_ORIGIN
+    for key, value in (params.get(COMMAND_OPTIONS) or {}).items():
+        _apply(settings, origins, {key: value}, option_origin(key))
     return settings, dict(sorted(origins.items()))
+
+
+def option_origin(key: str) -> str:
+    """The origin of a setting a command's own option gives (``max_epochs``: ``command line
+    option --max-epochs``)."""
+    return f"{COMMAND_LINE} option --{key.replace('_', '-')}"
 
 
 def resolve_model_params(
@@ -295,11 +301,14 @@ def format_origins(
     suite: str,
     files: Mapping[str, str] | None = None,
     params_file: str = "params.yaml",
+    model_defaults: Mapping[str, tuple[object, str]] | None = None,
 ) -> str:
     """A run's settings and hyperparameters, one per line with the file and key it came
     from (``ssmbench explain``), from a spec of `ssmbench.config.job_spec`. ``files``: the
     study file of each entry a study file adds (`ssmbench.params_file.read_params_and_files`);
-    every other key is ``params_file``'s."""
+    every other key is ``params_file``'s. ``model_defaults``: {hyperparameter: (value,
+    origin)} of those no place sets, the constructor's defaults
+    (`ssmbench.models.constructor_defaults`), listed with the model's hyperparameters."""
     import json
 
     run = f"{spec['benchmark']}/{spec['dataset']}/{spec['model']}/fold{spec['fold']}"
@@ -315,15 +324,20 @@ def format_origins(
             return f"tuned file {origin}"
         if origin == COMMAND_LINE:
             return "command line (ssmbench --set, snakemake --config)"
+        if origin.startswith((f"{COMMAND_LINE} option ", "default (")):
+            return origin
         for entry, file in (files or {}).items():
             if origin == entry or origin.startswith(entry + "."):
                 return f"{file}: {origin}"
         return f"{params_file}: {origin}"
 
+    defaults = dict(model_defaults or {})
     for title, values, origins in (
         ("training settings", spec["settings"], spec["origins"]["settings"]),
-        ("model hyperparameters", spec["model_params"], spec["origins"]["model_params"]),
-    ):
+        ("model hyperparameters",
+         {**spec["model_params"], **{k: v for k, (v, _) in defaults.items()}},
+         {**spec["origins"]["model_params"], **{k: o for k, (_, o) in defaults.items()}}),
+    ):  # fmt: skip
         rows = [(k, json.dumps(v), where(p)) for k, v, p in _leaves(values, origins)]
         width_key = max((len(k) for k, _, _ in rows), default=0)
         width_value = max((len(v) for _, v, _ in rows), default=0)

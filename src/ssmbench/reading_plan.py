@@ -11,22 +11,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: protocol.reading's defaults (params.yaml states them; a spec without them gets these)
-DEFAULT_READING = {"in_memory_max_gb": 4.0, "block_mb": 4.0, "buffer_blocks": 32}
+from ssmbench.setting_defaults import setting_defaults
+
+#: the keys of protocol.reading: the schema's (ssmbench.setting_defaults holds their defaults)
+READING_KEYS = tuple(setting_defaults()["reading"])
 MEMORY, BLOCKS = "memory", "blocks"
 GB, MB = 1e9, 1 << 20
 
 
 def reading_settings(settings: dict) -> dict:
-    """``settings["reading"]`` over `DEFAULT_READING`, checked: a bad value raises
-    ValueError naming its params.yaml key."""
-    given = settings.get("reading") or {}
-    unknown = sorted(set(given) - set(DEFAULT_READING))
-    if unknown:
+    """``settings["reading"]`` (a run's resolved settings hold every key), checked: an
+    unknown or missing key or a bad value raises ValueError naming its params.yaml key."""
+    reading = dict(settings["reading"])
+    unknown = sorted(set(reading) - set(READING_KEYS))
+    missing = [key for key in READING_KEYS if key not in reading]
+    if unknown or missing:
         raise ValueError(
-            f"protocol.reading: unknown key(s) {unknown} (known: {sorted(DEFAULT_READING)})"
+            f"protocol.reading: unknown key(s) {unknown}, missing key(s) {missing} (known: "
+            f"{sorted(READING_KEYS)})"
         )
-    reading = {**DEFAULT_READING, **given}
     problems = []
     budget = reading["in_memory_max_gb"]
     if isinstance(budget, bool) or not isinstance(budget, int | float) or budget < 0:

@@ -56,7 +56,7 @@ def allocation(params: dict, spec: dict, suite: str | None = None) -> list[tuple
     settings, origins = spec["settings"], spec["origins"]["settings"]
     rows: list[tuple[str, str, str]] = []
 
-    if settings.get("batch_size"):
+    if settings["batch_size"] is not None:
         where = origins.get("batch_size", "?")
         rows.append(("batch size", str(settings["batch_size"]), f"batch_size ({where})"))
     else:

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ssmbench.io import atomic_write_text, non_finite_fields
 from ssmbench.provenance_file import with_provenance
+from ssmbench.setting_defaults import setting_defaults
 
 PACKAGE = Path(__file__).parent
 
@@ -537,15 +538,21 @@ def _dataset_change(made_from, now: dict | None, what: str = "dataset") -> str:
 def settings_changes(record: dict, spec: dict) -> list[str]:
     """What of a record's model hyperparameters and protocol settings (but UNTRACKED_KEYS)
     differs from what ``spec`` asks for, one phrase each (``protocol settings (max_epochs:
-    2 -> 300)``); empty when both are the same."""
-    protocol = record.get("protocol")
+    2 -> 300)``); empty when both are the same. A setting the record's protocol leaves out
+    stands for its default."""
+    protocol, settings = record.get("protocol"), tracked_settings(spec)["settings"]
     if isinstance(protocol, dict):
-        protocol = {k: v for k, v in protocol.items() if k not in UNTRACKED_KEYS}
+        # a setting the record leaves out was read at its default (the schema's) by the run
+        defaults = setting_defaults(settings.get("source"))
+        protocol = {
+            **{k: v for k, v in settings.items() if k in defaults and v == defaults[k]},
+            **{k: v for k, v in protocol.items() if k not in UNTRACKED_KEYS},
+        }
     return [
         f"{name}{_keys_changed(made_with, asked)}"
         for name, made_with, asked in (
             ("model hyperparameters", record.get("model_params"), spec["model_params"]),
-            ("protocol settings", protocol, tracked_settings(spec)["settings"]),
+            ("protocol settings", protocol, settings),
         )
         if made_with != asked
     ]

@@ -15,8 +15,10 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def load(args):
-    """params.yaml (--params) with its suite (--suite), once the name arguments are checked."""
+def load(args, options: dict | None = None):
+    """params.yaml (--params) with its suite (--suite), once the name arguments are checked;
+    ``options``: the training settings the command's own options give (``train
+    --max-epochs``: {"max_epochs": 3}), a place of their own over --set."""
     from ssmbench.config import ConfigError, load_params
     from ssmbench.precedence import command_line_settings
 
@@ -25,7 +27,9 @@ def load(args):
         command_line = command_line_settings(getattr(args, "settings", []) or [])
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    return load_params(args.params, suite=args.suite, command_line=command_line)
+    return load_params(
+        args.params, suite=args.suite, command_line=command_line, command_options=options
+    )
 
 
 def check_names(args) -> None:

@@ -1,5 +1,6 @@
-"""`ssmbench explain`: one run's training settings and model hyperparameters, and what it
-gets (batch size, its job's resources), each with the place it came from."""
+"""`ssmbench explain`: one run's training settings and model hyperparameters (its family's
+constructor defaults among them), and what it gets (batch size, its job's resources), each
+with the place it came from."""
 
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ def add_parser(sub) -> None:
 
 def cmd_explain(args) -> int:
     """One run's resolved training settings and hyperparameters, each with the params.yaml
-    key (or tuned file) it came from (ssmbench.precedence): `git config --show-origin`
-    for a run."""
+    key (or tuned file, command line, default) it came from (ssmbench.precedence): `git
+    config --show-origin` for a run."""
     from ssmbench.config import Job, job_spec, suite_grid, suites_of
+    from ssmbench.models import constructor_defaults
     from ssmbench.params_file import read_params_and_files
     from ssmbench.precedence import format_origins
     from ssmbench.run_allocation import allocation
@@ -51,14 +53,18 @@ def cmd_explain(args) -> int:
             f"suite would resolve it; {where}")  # fmt: skip
     spec = job_spec(params, job)
     gets = allocation(params, spec)
+    # the hyperparameters no place sets: what the family's constructor takes by default
+    defaults = constructor_defaults(spec["model_params"])
     if args.format == "json":
         keys = ("benchmark", "dataset", "model", "fold", "settings", "model_params", "origins")
         print(json.dumps({"suite": params["suite"], **{k: spec[k] for k in keys},
+                          "model_defaults": {k: {"value": v, "origin": o}
+                                             for k, (v, o) in defaults.items()},
                           "tuned": spec.get("tuned"),
                           "allocation": {k: {"value": v, "origin": o} for k, v, o in gets}},
                          indent=1))  # fmt: skip
     else:
-        sys.stdout.write(format_origins(spec, params["suite"], files, str(args.params)))
+        sys.stdout.write(format_origins(spec, params["suite"], files, str(args.params), defaults))
         width_key = max(len(k) for k, _, _ in gets)
         width_value = max(len(v) for _, v, _ in gets)
         print("\nwhat the run gets (batch size; its job's resources: params.yaml resources)")

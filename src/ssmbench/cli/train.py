@@ -19,6 +19,9 @@ from ssmbench.cli.common import (
     thread_count,
 )
 
+#: torch threads of a run whose command line gives no --threads
+DEFAULT_THREADS = 1
+
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
@@ -27,7 +30,10 @@ def add_parser(sub) -> None:
     )  # fmt: skip
     add_run_arguments(p, "benchmark", "dataset", "model", "fold")
     p.add_argument("--record", help="record path (default: the contract's path under paths.runs)")
-    p.add_argument("--threads", type=thread_count, default=1, help="torch threads (1 to the CPUs)")
+    p.add_argument(
+        "--threads", type=thread_count, default=None,
+        help=f"torch threads (1 to the CPUs; default {DEFAULT_THREADS})",
+    )  # fmt: skip
     p.add_argument(
         "--max-epochs", type=epoch_count, default=None, help="cap epochs (smoke tests only)"
     )
@@ -65,6 +71,7 @@ def _train(args, stop) -> int:
     if args.fast_malloc:  # before torch is imported: the re-executed process pays it once
         restart_with_malloc_env(["-m", "ssmbench.cli", *sys.argv[1:]])
     from ssmbench.config import Job, job_spec, source_changed
+    from ssmbench.precedence import option_origin
     from ssmbench.project_lock import ProjectLockError
     from ssmbench.run_lock import RunBusy, acquire_run
     from ssmbench.staleness import other_suites_record, record_state
@@ -73,12 +80,19 @@ def _train(args, stop) -> int:
     from ssmbench.train.protocol import run_job
     from ssmbench.train.record import RecordWriteError
 
-    if args.max_epochs is not None:  # a command-line setting: recorded as one
-        args.settings = [*(getattr(args, "settings", None) or []), f"max_epochs={args.max_epochs}"]
-    params = load(args)
+    # an option's value is a place of its own (origin "command line option --max-epochs"),
+    # in the run's settings and its record
+    options = {"max_epochs": args.max_epochs} if args.max_epochs is not None else None
+    params = load(args, options)
     check_known(args, params)
     job = Job(args.benchmark, args.dataset, args.model, args.fold)
     spec = job_spec(params, job)
+    # --threads is how the run executes, not a setting: its origin goes with the record's
+    spec["origins"]["threads"] = (
+        option_origin("threads") if args.threads is not None
+        else f"default (ssmbench train --threads {DEFAULT_THREADS})"
+    )  # fmt: skip
+    threads = DEFAULT_THREADS if args.threads is None else args.threads
     if (spec.get("tuned") or {}).get("missing"):
         from ssmbench.config import ConfigError
 
@@ -125,7 +139,7 @@ def _train(args, stop) -> int:
     shown = progress_log(log, f"{job.model} {job.benchmark}/{job.dataset} fold {job.fold}")
     try:
         result = run_job(
-            spec, record, threads=args.threads, log=shown, checkpoint_path=checkpoint, stop=stop
+            spec, record, threads=threads, log=shown, checkpoint_path=checkpoint, stop=stop
         )
     except RecordWriteError as exc:  # a full disk: the previous record is kept
         kept = f"; checkpoint {checkpoint} kept, a retry only tests" if checkpoint.is_file() else ""

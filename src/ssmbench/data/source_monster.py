@@ -17,9 +17,9 @@ def fetch(name: str, raw_dir: Path, settings: dict, force: bool) -> dict:
     return fetch_monster(
         name,
         raw_dir,
-        revision=settings.get("revision", "main"),
-        local_dir=settings.get("local_dir"),
-        offline=settings.get("offline", False),
+        revision=settings["revision"],
+        local_dir=settings["local_dir"],
+        offline=settings["offline"],
         force=force,
     )
 
@@ -38,9 +38,9 @@ def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
 def locate(name: str, settings: dict) -> None:
     from ssmbench.data.monster import locate_local
 
-    if settings.get("local_dir"):
+    if settings["local_dir"]:
         locate_local(name, settings["local_dir"])
-    elif settings.get("offline", False):
+    elif settings["offline"]:
         raise DataError(
             f"MONSTER dataset {name} is not fetched yet and offline is set: set "
             f"benchmarks.monster.local_dir to a folder holding {name}/{name}_X.npy, "
@@ -51,7 +51,7 @@ def locate(name: str, settings: dict) -> None:
 def source_files(name: str, settings: dict) -> list[Path]:
     from ssmbench.data.monster import local_files
 
-    return local_files(name, settings.get("local_dir"))
+    return local_files(name, settings["local_dir"])
 
 
 def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
@@ -65,9 +65,9 @@ def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
         name,
         raw_dir / name,
         prov,
-        revision=settings.get("revision", "main"),
-        local_dir=settings.get("local_dir"),
-        offline=settings.get("offline", False),
+        revision=settings["revision"],
+        local_dir=settings["local_dir"],
+        offline=settings["offline"],
     )[0]
 
 

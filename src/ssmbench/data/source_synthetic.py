@@ -22,12 +22,12 @@ def _known(name: str):
 
 
 def recipe(name: str, settings: dict) -> dict:
-    return {"generator": settings.get("generator") or {}}
+    return {"generator": settings["generator"]}
 
 
 def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
     fading_flash = _known(name)
-    gen = {**(settings.get("generator") or {}), "name": name}
+    gen = {**settings["generator"], "name": name}
     if "dt_range" in gen:
         gen["dt_range"] = tuple(gen["dt_range"])
     try:
@@ -46,7 +46,7 @@ def check_recipe(name: str, settings: dict) -> None:
     fading_flash = _known(name)
     allowed = set(inspect.signature(fading_flash.prepare_fading_flash).parameters)
     allowed -= {"out_dir", "name"}
-    generator = settings.get("generator") or {}
+    generator = settings["generator"]
     unknown = set(generator) - allowed
     if unknown:
         raise DataError(

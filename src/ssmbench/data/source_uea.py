@@ -17,21 +17,22 @@ def fetch(name: str, raw_dir: Path, settings: dict, force: bool) -> dict:
     return fetch_uea(
         name,
         raw_dir,
-        archive_dir=settings.get("archive_dir"),
-        download=settings.get("download", True),
+        archive_dir=settings["archive_dir"],
+        download=settings["download"],
         force=force,
     )
 
 
 def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data.uea_prepare import MAX_PREPARED_RATIO, prepare_uea
+    from ssmbench.data.uea_prepare import prepare_uea
 
     # every check of the preparation is on the raw files: a copy that fails to prepare
     # is a bad raw copy, rejected, so the next fetch fetches it again. max_prepared_ratio
     # only refuses: it never changes what is written, so it is no content setting
-    ratio = settings.get("max_prepared_ratio", MAX_PREPARED_RATIO)
     try:
-        return prepare_uea(name, raw_dir, out_dir, max_prepared_ratio=ratio)
+        return prepare_uea(
+            name, raw_dir, out_dir, max_prepared_ratio=settings["max_prepared_ratio"]
+        )
     except DataError as exc:
         raise reject_raw_copy(raw_dir, name, exc) from exc
 
@@ -39,13 +40,13 @@ def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
 def locate(name: str, settings: dict) -> None:
     from ssmbench.data.uea import locate_uea
 
-    locate_uea(name, settings.get("archive_dir"), settings.get("download", True))
+    locate_uea(name, settings["archive_dir"], settings["download"])
 
 
 def source_files(name: str, settings: dict) -> list[Path]:
     from ssmbench.data.uea import archive_files
 
-    return archive_files(name, settings.get("archive_dir"))
+    return archive_files(name, settings["archive_dir"])
 
 
 def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
@@ -53,7 +54,7 @@ def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
     from ssmbench.data.uea import origin_problem
 
     prov = read_provenance(raw_dir / name)
-    return None if prov is None else origin_problem(name, prov, settings.get("archive_dir"))[0]
+    return None if prov is None else origin_problem(name, prov, settings["archive_dir"])[0]
 
 
 def content_values(name: str, settings: dict) -> dict:
@@ -63,7 +64,7 @@ def content_values(name: str, settings: dict) -> dict:
     pre-flight check names it) stays the list."""
     from ssmbench.data.uea import archive_root
 
-    archive_dir = settings.get("archive_dir")
+    archive_dir = settings["archive_dir"]
     if not isinstance(archive_dir, list):
         return {}
     root = archive_root(name, archive_dir)

@@ -11,13 +11,13 @@ from ssmbench.data.source_type import Source
 
 
 def derived_from(name: str, settings: dict) -> tuple[str, str]:
-    return settings.get("derived_from", "uea"), name
+    return settings["derived_from"], name
 
 
 def recipe(name: str, settings: dict) -> dict:
     return {
         "derived_from": "/".join(derived_from(name, settings)),
-        "split": settings.get("split") or {},
+        "split": settings["split"],
     }
 
 
@@ -26,7 +26,7 @@ def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
 
     base_benchmark, base = derived_from(name, settings)
     source_dir = out_dir.parent / base_benchmark / base
-    split = dict(settings.get("split") or {})
+    split = dict(settings["split"])
     try:
         return prepare_uea6_variant(source_dir, out_dir, name=name, benchmark=out_dir.name, **split)
     except TypeError as exc:
@@ -40,7 +40,7 @@ def check_recipe(name: str, settings: dict) -> None:
     from ssmbench.data.uea6 import check_split
 
     try:
-        check_split(**(settings.get("split") or {}))
+        check_split(**settings["split"])
     except (TypeError, ValueError) as exc:
         raise DataError(
             f"{name}: bad split settings (params.yaml benchmarks.<b>.split): {exc}"

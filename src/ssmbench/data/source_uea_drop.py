@@ -20,13 +20,13 @@ def derived_from(name: str, settings: dict) -> tuple[str, str]:
             f"{name}: a drop-rate dataset is named <Base>{DROP_SUFFIX} (e.g. "
             f"EigenWorms{DROP_SUFFIX}); fix its name in params.yaml"
         )
-    return settings.get("derived_from", "uea"), name[: -len(DROP_SUFFIX)]
+    return settings["derived_from"], name[: -len(DROP_SUFFIX)]
 
 
 def recipe(name: str, settings: dict) -> dict:
     return {
         "derived_from": "/".join(derived_from(name, settings)),
-        "drop": settings.get("drop") or {},
+        "drop": settings["drop"],
     }
 
 
@@ -35,7 +35,7 @@ def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
 
     base_benchmark, base = derived_from(name, settings)
     source_dir = out_dir.parent / base_benchmark / base
-    drop = dict(settings.get("drop") or {})
+    drop = dict(settings["drop"])
     try:
         return prepare_drop_rate_variant(
             source_dir, out_dir, name=name, benchmark=out_dir.name, **drop

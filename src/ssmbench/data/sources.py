@@ -41,6 +41,7 @@ from ssmbench.data.provenance import PROVENANCE, REJECTED, verified_provenance
 from ssmbench.data.source_registry import SOURCES
 from ssmbench.data.source_type import Source
 from ssmbench.io import atomic_write_json, remove_leftover_staging
+from ssmbench.setting_defaults import source_defaults
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,13 @@ def _source(settings: dict) -> str:
     return source
 
 
+def _complete(settings: dict) -> dict:
+    """A benchmark's settings over its source's defaults (the schema's,
+    ``ssmbench.setting_defaults``): a benchmark entry as written reads as a run's resolved
+    settings do, so the sources' readers hold no default of their own."""
+    return {**source_defaults(_source(settings)), **settings}
+
+
 @contextmanager
 def dataset_lock(parent: Path, name: str):
     """Hold ``<parent>/.<name>.lock`` (filelock: fcntl where available) for one step."""
@@ -110,7 +118,7 @@ def _remove_leftovers(folder: Path, name: str | None = None) -> None:
 def derived_base(name: str, settings: dict) -> tuple[str, str]:
     """(benchmark, dataset) a derived dataset is made from: ``uea_drop``'s ``<Base>Drop``
     <- ``<derived_from>/<Base>``, ``uea6``'s ``<Name>`` <- ``<derived_from>/<Name>``."""
-    source = _source(settings)
+    source, settings = _source(settings), _complete(settings)
     derived_from = SOURCES[source].derived_from
     if derived_from is None:
         raise DataError(
@@ -143,6 +151,7 @@ def fetch(name: str, raw_dir: str | Path, settings: dict, *, force: bool = False
     """Put the raw files of `name` under `<raw_dir>/<name>/`; return their provenance.
     ``force`` fetches again even when the raw copy matches its provenance."""
     _plain_name("fetch", name)
+    settings = _complete(settings)
     source = _source(settings)
     raw_dir = Path(raw_dir)
     with dataset_lock(raw_dir, name):
@@ -162,6 +171,7 @@ def prepare(name: str, raw_dir: str | Path, out_dir: str | Path, settings: dict)
     error names why and the fetch that fetches it again; a prepared folder made before is
     kept."""
     _plain_name("prepare", name)
+    settings = _complete(settings)
     source = _source(settings)
     raw_dir, out_dir = Path(raw_dir), Path(out_dir)
     with dataset_lock(out_dir, name):
@@ -187,7 +197,7 @@ def raw_copy_problem(name: str, raw_dir: str | Path, settings: dict) -> str | No
     if rejected is not None:
         return rejected
     check = SOURCES[_source(settings)].raw_copy_problem
-    return None if check is None else check(name, Path(raw_dir), settings)
+    return None if check is None else check(name, Path(raw_dir), _complete(settings))
 
 
 def rejected_copy_problem(dest: Path) -> str | None:
@@ -210,7 +220,7 @@ def source_files(name: str, settings: dict) -> list[Path]:
     the fetch rule's inputs: a source file newer than the raw copy's ``provenance.json``
     fetches again, and the fetch decides by content whether it changed."""
     files = SOURCES[_source(settings)].source_files
-    return [] if files is None else files(name, settings)
+    return [] if files is None else files(name, _complete(settings))
 
 
 def check_available(name: str, raw_dir: str | Path, settings: dict) -> None:
@@ -218,7 +228,7 @@ def check_available(name: str, raw_dir: str | Path, settings: dict) -> None:
     source would reject, or not fetched yet, and neither a local copy nor (allowed)
     download can supply it. A derived dataset is checked through its base (see
     ``ssmbench.config.check_suite_sources``)."""
-    source = SOURCES[_source(settings)]
+    source, settings = SOURCES[_source(settings)], _complete(settings)
     if source.check_recipe is not None:
         source.check_recipe(name, settings)
     if (Path(raw_dir) / name / PROVENANCE).is_file():
@@ -234,7 +244,7 @@ def data_settings(settings: dict, name: str | None = None) -> str:
     and prepares the dataset again. With ``name``, a source's ``content_values`` give the
     values for that dataset (UEA: the one folder of an ``archive_dir`` list it is read
     from, so a folder added to the list that does not hold it changes nothing)."""
-    source = SOURCES[_source(settings)]
+    source, settings = SOURCES[_source(settings)], _complete(settings)
     values = {k: settings.get(k) for k in source.content_keys}
     if name is not None and source.content_values is not None:
         values.update(source.content_values(name, settings))

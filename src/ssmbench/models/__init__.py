@@ -15,6 +15,7 @@ from .ms4 import MS4Classifier, S4DClassifier
 from .registry import (
     _check_value,
     build_model,
+    constructor_defaults,
     family_group,
     family_is_estimator,
     is_estimator,
@@ -33,6 +34,7 @@ __all__ = [
     "S4DLayer",
     "_check_value",
     "build_model",
+    "constructor_defaults",
     "family_group",
     "family_is_estimator",
     "is_estimator",

@@ -158,6 +158,21 @@ def build_model(
     return cls(n_channels=n_channels, n_classes=n_classes, length=length, **hyper)
 
 
+def constructor_defaults(model_params: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    """{hyperparameter: (default, origin)} of the family's constructor hyperparameters that
+    ``model_params`` leaves out: what `build_model` leaves to the constructor, so a run's
+    every hyperparameter can be shown (``ssmbench explain``). The origin names the class:
+    ``default (ssmbench.models.tides:TIDESClassifier)``."""
+    cls = FAMILIES[model_params["family"]]
+    origin = f"default ({cls.__module__}:{cls.__qualname__})"
+    hyper = hyperparams_of(cls)
+    return {
+        key: (p.default, origin)
+        for key, p in inspect.signature(cls).parameters.items()
+        if key in hyper and key not in model_params and p.default is not inspect.Parameter.empty
+    }
+
+
 def length_problem(name: str, model_params: Mapping[str, Any], length: int) -> str | None:
     """Why the model ``name`` cannot be built for series of ``length`` steps (e.g. a
     log-signature window or a window count longer than the series), or None. Asked of a

@@ -111,7 +111,7 @@ def _plan(params: dict, benchmark: str, dataset: str, settings: dict, source) ->
     if source.recipe is not None:
         return DatasetPlan(benchmark, dataset, "made", None, settings)
     if settings["source"] == "uea":
-        root = archive_root(dataset, settings.get("archive_dir"))
+        root = archive_root(dataset, settings["archive_dir"])
         if root is not None:
             return DatasetPlan(benchmark, dataset, "archive", str(root / dataset), settings)
     elif source.source_files is not None and (files := source.source_files(dataset, settings)):

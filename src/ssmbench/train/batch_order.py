@@ -590,8 +590,8 @@ class RowValues:
 def batch_size_for(settings: dict, n_train: int) -> int:
     """The paper's "batch 4–64 by dataset size": the power of two at or below
     batch_fraction * n_train, clipped to [batch_min, batch_max]. A fixed `batch_size`
-    (e.g. MONSTER's 256) wins when given."""
-    if settings.get("batch_size"):
+    (e.g. MONSTER's 256) wins where it is not null."""
+    if settings["batch_size"] is not None:
         return int(settings["batch_size"])
     target = max(1.0, settings["batch_fraction"] * n_train)
     size = 2 ** int(math.floor(math.log2(target)))

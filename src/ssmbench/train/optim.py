@@ -116,22 +116,22 @@ def set_epoch_lr(optimizer: torch.optim.Optimizer, factor: float) -> None:
 
 
 def build_optimizer(model: torch.nn.Module, settings: dict) -> torch.optim.Optimizer:
-    """``settings["optimizer"]`` (adam when absent) over the groups ``param_groups`` names
+    """``settings["optimizer"]`` over the groups ``param_groups`` names
     (``parameter_groups`` by hints, or ``tides_parameter_groups``); each group keeps its
     base rate as ``base_lr`` for the schedule. A hint key the optimizer does not take is an
     error naming the parameter group's key."""
-    name = settings.get("optimizer", "adam")
+    name = settings["optimizer"]
     if name not in OPTIMIZERS:
         raise ValueError(
             f"protocol.optimizer: unknown optimizer {name!r} (allowed: {', '.join(OPTIMIZERS)})"
         )
     cls = OPTIMIZERS[name]
-    grouping = settings.get("param_groups", "hints")
+    grouping = settings["param_groups"]
     if grouping not in PARAM_GROUPS:
         raise ValueError(f"param_groups {grouping!r} is not one of {PARAM_GROUPS}")
-    weight_decay = settings.get("weight_decay", 0.0)
+    weight_decay = settings["weight_decay"]
     if grouping == "tides":
-        factor = float(settings.get("lr_factor", 1.0))
+        factor = float(settings["lr_factor"])
         groups = tides_parameter_groups(model, settings["lr"], weight_decay, factor)
     else:
         groups = parameter_groups(model, settings["lr"], weight_decay)

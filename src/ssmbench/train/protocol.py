@@ -200,30 +200,30 @@ class _DeepTraining:
         self.optimizer = build_optimizer(self.model, settings)
         self.shuffle = torch.Generator().manual_seed(run.seed)
         self.rewind = BatchRewind(self.model)  # undoes a batch abandoned on a signal
-        self.monitor = settings.get("monitor", "val_loss")
+        self.monitor = settings["monitor"]
         self.max_epochs = int(settings["max_epochs"])
-        patience = settings.get("early_stopping_patience")
+        patience = settings["early_stopping_patience"]
         self.patience = None if patience is None else int(patience)
-        self.val_interval = int(settings.get("val_interval", 1))
-        self.clip = settings.get("grad_clip_norm")
+        self.val_interval = int(settings["val_interval"])
+        self.clip = settings["grad_clip_norm"]
         # the test rows scored at each validated epoch, kept apart (a tuning trial has none)
-        self.score_test = bool(settings.get("epoch_test_scores")) and len(self.data.test_idx) > 0
+        self.score_test = bool(settings["epoch_test_scores"]) and len(self.data.test_idx) > 0
         # a finite training loss this far above a know-nothing model's stops the run too
         self.loss_limit = LossLimit.for_task(
-            settings.get("max_loss_ratio"), self.data.objective.task,
+            settings["max_loss_ratio"], self.data.objective.task,
             self.data.dataset.meta.get("n_classes"),
             self.data.target_var(self.data.train_idx),
         )  # fmt: skip
         # rows per forward/backward within a batch (None: the whole batch): same gradient.
         # Refused for a model it would change wherever the run is; applied on the CPU only.
-        asked = settings.get("micro_batch_rows")
+        asked = settings["micro_batch_rows"]
         check_micro_batching(self.model, asked, ckpt.run_name(run.spec))
         self.micro_batch_rows, not_applied = effective_micro_batch_rows(asked, run.device)
         self.micro_batches = micro_batches_record(asked, not_applied)
         # A checkpoint at the end of every `every`-th epoch, but not within `min_seconds` of
         # the last one (runs whose epochs take milliseconds would spend their time writing).
-        self.every = int(settings.get("checkpoint_every", 1) or 0)
-        self.min_seconds = float(settings.get("checkpoint_min_seconds", 0.0) or 0.0)
+        self.every = int(settings["checkpoint_every"])
+        self.min_seconds = float(settings["checkpoint_min_seconds"])
         self.n_batches = math.ceil(len(self.data.train_idx) / run.batch_size)
         self.name = ckpt.run_name(run.spec)
         self.digest = ckpt.settings_digest(run.spec) if checkpoint_path is not None else None
@@ -379,8 +379,7 @@ class _DeepTraining:
         batch_size = self.run.batch_size
         settings = self.run.spec["settings"]
         set_epoch_lr(self.optimizer, lr_factor_at(
-            state.epoch - 1, self.max_epochs, settings.get("lr_schedule", "constant"),
-            settings.get("warmup_epochs", 0),
+            state.epoch - 1, self.max_epochs, settings["lr_schedule"], settings["warmup_epochs"],
         ))  # fmt: skip
         epoch_start = time.perf_counter()
         epoch_shuffle_state = self.shuffle.get_state()

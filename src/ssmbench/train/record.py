@@ -268,7 +268,7 @@ def write_run(
         "model": spec["model"],
         "family": spec["model_params"]["family"],
         "fold": fold,
-        "seed": int(settings.get("seed_base", 0)) + fold,
+        "seed": int(settings["seed_base"]) + fold,
         "task": objective.task,
         **results,
         "model_params": spec["model_params"],

@@ -200,13 +200,13 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
 
     settings = spec["settings"]
     fold = int(spec["fold"])
-    seed = int(settings.get("seed_base", 0)) + fold
+    seed = int(settings["seed_base"]) + fold
     # Intra-op threads of the CPU's kernels (the job's `threads`, its SLURM cpus_per_task).
     # Set on a GPU run too, where they run the work left on the host (gathering batches;
     # the signatures Log-NCDE and RFormer compute with pysiglib on the CPU); no GPU kernel
     # reads them, so the setting costs a GPU run nothing.
     torch.set_num_threads(max(1, int(threads)))
-    seed_everything(seed, settings.get("deterministic", True))
+    seed_everything(seed, settings["deterministic"])
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
     dataset = open_fold(spec["prepared_dir"], fold)  # per_fold: its fold{k}/ folder
@@ -223,7 +223,7 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
     }
     objective = Objective(meta, dataset.y.shape)
     mask = dataset.target_mask if objective.task == "regression" else None
-    monitor = settings.get("monitor", "val_loss")
+    monitor = settings["monitor"]
     if objective.task == "regression" and monitor != "val_loss":
         raise ValueError(
             f"{spec['dataset']} is a regression task: monitor {monitor!r} has no meaning "
@@ -237,7 +237,7 @@ def set_up(spec: dict, threads: int, validation_only: bool = False) -> RunSetup:
     else:
         train_idx, val_idx, test_idx, method = split_fold(
             dataset, fold, settings["val_fraction"], validation_seed(settings, seed),
-            settings.get("val_split_fallback", "per_class"),
+            settings["val_split_fallback"],
         )  # fmt: skip
         # Bad data or a degenerate fold fails here, before any epoch (ssmbench.train.checks);
         # the split rule made these checks of a split read from disk.

@@ -196,7 +196,7 @@ def run_search(
     from optuna.trial import TrialState
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    monitor = base_spec["settings"].get("monitor", "val_loss")
+    monitor = base_spec["settings"]["monitor"]
     monitor = (search.get("settings") or {}).get("monitor", monitor)
     direction = DIRECTIONS[monitor]
     digest = search_digest(search, base_spec)
