@@ -23,5 +23,7 @@ rule report:
         **config["resources"]["report"],
     params:
         cli=cli(),
+    conda:
+        "../envs/ssmbench.yaml"
     shell:
         "{params.cli} report > {log} 2>&1"

@@ -19,6 +19,8 @@ rule split:
         cli=cli(settings=True),
         # the fold, val_fraction, seed and fallback it is drawn with: a change draws it again
         settings=split_settings_of,
+    conda:
+        "../envs/ssmbench.yaml"
     shell:
         "{params.cli} split --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} "
         "--fold {wildcards.fold} --out {output} > {log} 2>&1"

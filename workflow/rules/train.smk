@@ -36,6 +36,8 @@ rule train:
         **({"slurm_extra": train_resource("slurm_extra")} if USES_SLURM_EXTRA else {}),
     group:
         train_group
+    conda:
+        "../envs/ssmbench.yaml"
     shell:
         # On SLURM the run uses the CPUs its job step was given (cpus_per_task); locally
         # Snakemake's {threads}. `exec`: signals (SLURM's SIGTERM) reach the run itself.
