@@ -21,6 +21,7 @@ LAYERS = {
     "ssmbench.os_errors": 0,
     "ssmbench.project_lock": 0,
     "ssmbench.run_lock": 0,
+    "ssmbench.snakemake_internals": 0,
     "ssmbench.provenance_file": 0,
     # every setting's default, read from the schema: a leaf the data sources read too
     "ssmbench.setting_defaults": 0,

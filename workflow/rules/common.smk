@@ -34,6 +34,12 @@ from ssmbench.search_space import SEARCHES_INDEX, search_digest, search_of, tune
 from ssmbench.report.outputs import figure_captions, output_paths, report_dirs
 from ssmbench.resources import TrainResources
 from ssmbench.series_lengths import check_model_lengths
+from ssmbench.snakemake_internals import (
+    group_components,
+    keep_going_in_group_job,
+    runs_group_job,
+    submits_to_cluster,
+)
 from ssmbench.staleness import (
     KEEP_BOTH,
     other_suites_record,
@@ -42,6 +48,7 @@ from ssmbench.staleness import (
     sync_marker,
     sync_settings_marker,
 )
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
@@ -303,10 +310,12 @@ def run_priority(wildcards):
 def train_group(wildcards):
     """Runs of a size class with group: true share SLURM jobs (group train_<class>);
     `group-components: train_<class>=N` in the slurm profile puts N runs in one job.
-    Other runs are not grouped. Ignored by local runs."""
+    Other runs are not grouped. Snakemake evaluates a rule's group only where an executor
+    submits jobs, and in a dry run: a local run ignores it."""
     group = TRAIN_RESOURCES.group(wildcards.benchmark, wildcards.dataset)
     if group is not None:
-        keep_going_inside_slurm_job()
+        # the group job's process goes on past a failing run (ssmbench.snakemake_internals)
+        keep_going_in_group_job(workflow)
         warn_group_layout(group)
     return group
 
@@ -315,16 +324,20 @@ GROUP_LAYOUT_CHECKED = set()
 
 
 def warn_group_layout(group):
-    """A group job's runs run one after another (see keep_going_inside_slurm_job), but
-    with --cores N > 1 Snakemake plans N of them side by side: N x the CPUs and memory,
-    1/N of the summed runtime, so the group job hits its time limit. Warn once."""
-    if group in GROUP_LAYOUT_CHECKED or workflow.remote_exec:
+    """A group job's runs run one after another (the SLURM plugin's job step), but with
+    --cores N > 1 Snakemake plans N of them side by side: N x the CPUs and memory, 1/N of
+    the summed runtime, so the group job hits its time limit. Warn once."""
+    if group in GROUP_LAYOUT_CHECKED or runs_group_job(workflow):
         return
     GROUP_LAYOUT_CHECKED.add(group)
-    cores = workflow.resource_settings.cores
-    cluster = workflow.resource_settings.nodes is not None
-    components = workflow.group_settings.group_components.get(group, 1)
-    if cluster and components > 1 and cores is not None and cores > 1:
+    components = group_components(workflow, group)
+    if not submits_to_cluster(workflow) or components < 2:
+        return
+    try:
+        cores = workflow.cores
+    except WorkflowError:  # no --cores: Snakemake caps no job's cores, nothing is side by side
+        return
+    if cores > 1:
         logger.warning(
             f"Warning: group {group} bundles {components} runs per SLURM job, which run one "
             f"after another, but --cores {cores} makes Snakemake ask for {cores} runs side by "
@@ -332,17 +345,6 @@ def warn_group_layout(group):
             "--cores 1 (as profiles/slurm/config.yaml does); each run's CPUs come from "
             "params.yaml resources.train either way."
         )
-
-
-def keep_going_inside_slurm_job():
-    """Inside a SLURM job, the plugin's job step runs a group job's runs one after another
-    in a `snakemake --mode remote` process that gets no --keep-going from the submitting
-    Snakemake (and reads no profile): one failing run would stop the runs after it. So that
-    process is switched to keep going. Its execution settings exist only once it builds the
-    DAG, which is when this is called (from train_group); the scheduler reads them later."""
-    settings = workflow.execution_settings
-    if workflow.remote_exec and settings is not None and not settings.keep_going:
-        settings.keep_going = True
 
 
 def stop_summary():
