@@ -100,8 +100,9 @@ def report_figures():
     benchmarks = sorted({job.benchmark for job in GRID})
     return {
         key: report(files, caption=f"../report/{caption}.rst", category="Figures")
-        for key, (files, caption) in figure_captions(REPORT_DIRS.results, REPORT_DIRS.figures,
-                                                     benchmarks).items()
+        for key, (files, caption) in figure_captions(
+            REPORT_DIRS.results, REPORT_DIRS.figures, benchmarks
+        ).items()
     }
 
 
@@ -359,7 +360,7 @@ def stop_summary():
     return (
         f"ssmbench: {counts} (`ssmbench status` lists each): the finished runs' records are "
         "kept and the next run of the workflow trains the rest. Snakemake's \"At least one "
-        "job did not complete successfully\" below follows a failed job, and also a SIGTERM "
+        'job did not complete successfully" below follows a failed job, and also a SIGTERM '
         "to Snakemake, which starts no new job and lets the running ones finish."
     )
 

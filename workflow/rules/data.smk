@@ -8,13 +8,13 @@ rule fetch:
         f"{PATHS['raw']}/{{benchmark}}/{{dataset}}/provenance.json",
     log:
         f"{PATHS['logs']}/fetch/{{benchmark}}/{{dataset}}.log",
+    conda:
+        "../envs/ssmbench.yaml"
     resources:
         **config["resources"]["prepare"],
     params:
         cli=cli(),
         recipe=data_recipe,
-    conda:
-        "../envs/ssmbench.yaml"
     shell:
         "{params.cli} fetch --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} > {log} 2>&1"
 
@@ -26,13 +26,13 @@ rule prepare:
         directory(f"{PATHS['prepared']}/{{benchmark}}/{{dataset}}"),
     log:
         f"{PATHS['logs']}/prepare/{{benchmark}}/{{dataset}}.log",
+    conda:
+        "../envs/ssmbench.yaml"
     resources:
         **config["resources"]["prepare"],
     params:
         cli=cli(),
         recipe=data_recipe,
-    conda:
-        "../envs/ssmbench.yaml"
     shell:
         "{params.cli} prepare --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} > {log} 2>&1"
 

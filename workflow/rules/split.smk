@@ -13,14 +13,14 @@ rule split:
         f"{PATHS['logs']}/split/{{benchmark}}/{{dataset}}/fold{{fold}}.log",
     # as its training jobs: larger datasets first
     priority: run_priority
+    conda:
+        "../envs/ssmbench.yaml"
     resources:
         **config["resources"]["prepare"],
     params:
         cli=cli(settings=True),
         # the fold, val_fraction, seed and fallback it is drawn with: a change draws it again
         settings=split_settings_of,
-    conda:
-        "../envs/ssmbench.yaml"
     shell:
         "{params.cli} split --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} "
         "--fold {wildcards.fold} --out {output} > {log} 2>&1"
