@@ -45,6 +45,7 @@ LAYERS = {
     "ssmbench.report": 4,
     "ssmbench.status": 4,
     "ssmbench.plan": 4,
+    "ssmbench.plan_check": 4,
     "ssmbench.plan_resources": 4,
     "ssmbench.run_allocation": 4,
     "ssmbench.model_contract": 4,
