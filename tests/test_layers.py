@@ -27,6 +27,7 @@ LAYERS = {
     "ssmbench.setting_defaults": 0,
     "ssmbench.data": 1,
     "ssmbench.models": 1,
+    "ssmbench.code_digest": 2,
     "ssmbench.complexity": 2,
     "ssmbench.staleness": 2,
     "ssmbench.config": 2,
