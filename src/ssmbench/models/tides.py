@@ -1,9 +1,9 @@
 """TIDES, S5 and MambaS: time-aware diagonal state-space classifiers (the TIDES paper's family).
 
-The layer and its parts are in ``tides_ssm.py``, the factored B/C products in
-``tides_products.py``, the scans and the discretisation in ``tides_scan.py``, the
-classifiers' options (one ``TIDESConfig``, with their defaults) in ``tides_config.py``;
-this module holds the blocks and the classifiers.
+The layer is in ``tides_ssm.py`` and its parts in ``tides_parts.py``, the factored B/C
+products in ``tides_products.py``, the scans and the discretisation in ``tides_scan.py``,
+the classifiers' options (one ``TIDESConfig``, with their defaults) in
+``tides_config.py``; this module holds the blocks and the classifiers.
 
 Sources
 -------
@@ -185,15 +185,8 @@ from torch.utils.checkpoint import checkpoint
 
 from .frame import SequenceClassifier, optional_dropout, with_time_channel
 from .tides_config import FamilyOptions, TIDESConfig
-from .tides_ssm import (
-    GLU,
-    RE_MAPS,
-    TIDESSSM,
-    ExpandedGLU,
-    GluEncoder,
-    hippo_dplr,
-    lambda_re_map,
-)
+from .tides_parts import GLU, RE_MAPS, ExpandedGLU, GluEncoder, hippo_dplr, lambda_re_map
+from .tides_ssm import TIDESSSM
 
 __all__ = [
     "RE_MAPS",

@@ -5,7 +5,8 @@ frozen ``TIDESConfig`` with every option's default and where it comes from, and
 The defaults are the TIDES reference's UEA settings (uea/main.py:358-390, ``train_trial``;
 the module docstring of ``tides.py``, "Facts taken from the reference", cites each), which
 are also the defaults of its ``TIDESClassifier``; the layer's own parts (modes, maps,
-discretisations, initialisations) are described in ``tides_ssm.py``.
+discretisations, initialisations) are described in ``tides_ssm.py`` and
+``tides_parts.py``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .tides_parts import MODES, PROJ_INITS, RE_MAPS, STEP_MODES
 from .tides_scan import DISCRETIZATIONS
-from .tides_ssm import MODES, PROJ_INITS, RE_MAPS, STEP_MODES
 
 __all__ = ["BLOCK_GLUS", "FRAME_OPTIONS", "LAYER_OPTIONS", "FamilyOptions", "TIDESConfig"]
 
