@@ -3,7 +3,8 @@
 # The packages go in with uv when it can be had, else pip (scripts/install_packages.py;
 # SSMBENCH_INSTALLER=pip|uv to choose): the one used is printed and kept in .venv/.installer.
 #   make run    the default suite end to end (dvc repro -> snakemake), then where to look
-#   make test   the test suite, on TEST_WORKERS pytest-xdist workers
+#   make test   `make lint`, then the test suite on TEST_WORKERS pytest-xdist workers
+#   make lint   ruff on the Python, snakefmt --check on the Snakefile and workflow/rules
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -63,11 +64,13 @@ run: setup
 
 # --dist loadgroup: tests marked xdist_group share one worker (the SLURM test cluster; a
 # module's expensive fixtures, see tests/conftest.py); all others spread over the workers.
-test: setup
+test: setup lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
+# snakefmt's settings: pyproject.toml [tool.snakefmt]
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/snakefmt --check Snakefile workflow
 
 clean-venv:
 	rm -rf $(VENV)

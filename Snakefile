@@ -77,10 +77,10 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         rules.runs.input,
         rules.report.output,
-    default_target: True
 
 
 # Snakemake ends with "At least one job did not complete successfully" after a failed job

@@ -73,8 +73,8 @@ def test_a_figure_whose_code_changed_is_counted_again(monkeypatch):
 
 
 def test_the_code_digest_covers_the_counting_the_building_and_the_family():
+    from ssmbench.code_digest import PACKAGE
     from ssmbench.mmac_table import _shared_modules, code_digest
-    from ssmbench.staleness import PACKAGE
 
     names = {p.relative_to(PACKAGE).as_posix() for p in _shared_modules()}
     assert {"complexity.py", "models/s4d.py", "models/ms4.py", "models/registry.py",

@@ -32,8 +32,8 @@ def own_path(monkeypatch, tmp_path):
     monkeypatch.syspath_prepend(str(tmp_path))
     for name in [m for m in sys.modules if m == "mymodels" or m.startswith("mymodels.")]:
         monkeypatch.delitem(sys.modules, name)
+    from ssmbench.code_digest import training_code_digest
     from ssmbench.models import FAMILIES
-    from ssmbench.staleness import training_code_digest
 
     monkeypatch.setattr(FAMILIES, "_imported", {})
     training_code_digest.cache_clear()
@@ -98,8 +98,8 @@ def test_a_bad_family_is_one_clear_error_naming_the_entry(own_path, family, expe
 
 
 def test_the_digest_covers_the_own_package(own_path):
-    from ssmbench.staleness import _syntax, digest_name, digested_modules, imported_family_root
-    from ssmbench.staleness import training_code_digest as digest
+    from ssmbench.code_digest import _syntax, digest_name, digested_modules, imported_family_root
+    from ssmbench.code_digest import training_code_digest as digest
 
     def again():  # a new process: nothing parsed yet
         digest.cache_clear()
@@ -216,9 +216,9 @@ def test_the_worked_example_trains_in_the_workflow_and_has_its_row_in_table5(tmp
 
 def test_a_namespace_package_is_digested_by_its_folder(tmp_path, monkeypatch):
     """A package without __init__.py: its modules are named from the folder it lies in."""
+    from ssmbench.code_digest import digest_name, digested_modules, imported_family_root
     from ssmbench.dvc_params import _model_code
     from ssmbench.models import FAMILIES
-    from ssmbench.staleness import digest_name, digested_modules, imported_family_root
 
     (tmp_path / "nsmodels").mkdir()
     for name in ("pool.py", "features.py"):

@@ -13,7 +13,8 @@ from conftest import REPO
 
 from ssmbench.cli import main
 from ssmbench.config import ConfigError, Job, load_params, run_settings
-from ssmbench.plan import estimate, estimate_error, format_bill, format_error, row_counts
+from ssmbench.plan import estimate, format_bill, row_counts
+from ssmbench.plan_check import estimate_error, format_error
 from ssmbench.step_costs import COLUMNS, TABLE, StepCosts, interpolate, read_table
 
 HEADER = ",".join(COLUMNS)

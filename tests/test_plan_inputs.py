@@ -11,7 +11,7 @@ import math
 import pytest
 from conftest import REPO
 
-from ssmbench import plan
+from ssmbench import plan_check
 from ssmbench.cli import main
 from ssmbench.config import ConfigError
 from ssmbench.step_costs import COLUMNS, read_table
@@ -75,13 +75,13 @@ BAD_RECORDS = [
 
 @pytest.mark.parametrize("changes, message", BAD_RECORDS)
 def test_a_record_train_would_not_write_is_named(changes, message):
-    assert message in "; ".join(plan.record_problems(_record(**changes)))
+    assert message in "; ".join(plan_check.record_problems(_record(**changes)))
 
 
 def test_the_records_train_writes_have_no_problems():
-    assert plan.record_problems(_record()) == []
+    assert plan_check.record_problems(_record()) == []
     fitted = _record(family="quant", model="Quant", mmac_full=None, batch_size=None)
-    assert plan.record_problems(fitted) == []
+    assert plan_check.record_problems(fitted) == []
 
 
 @pytest.mark.parametrize("changes, message", BAD_RECORDS)
@@ -110,8 +110,8 @@ def test_cli_plan_check_leaves_out_a_bad_record_with_one_warning(
 
 
 def test_an_estimate_of_zero_seconds_is_the_worst_ratio():
-    checks = [plan.Check("a", "m", 1, 10.0, 0.0), plan.Check("b", "m", 1, 10.0, 12.0)]
-    assert "worst 0.00" in plan.format_error(checks)
+    checks = [plan_check.Check("a", "m", 1, 10.0, 0.0), plan_check.Check("b", "m", 1, 10.0, 12.0)]
+    assert "worst 0.00" in plan_check.format_error(checks)
 
 
 # ------------------------------------------------------------------ complexity

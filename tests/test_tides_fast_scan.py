@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from ssmbench.models.tides import TIDESSSM, TIDESBlock, lambda_re_map
+from ssmbench.models.tides import TIDESSSM, TIDESBlock, TIDESConfig, lambda_re_map
 from ssmbench.models.tides_scan import discretize, linear_scan, recurrent_scan, zoh_elements
 
 F64 = torch.float64
@@ -297,8 +297,9 @@ def test_block_recomputes_its_rest_with_the_same_dropout():
     pass: in training mode (dropout 0.3, the same seed) the outputs and gradients equal
     those of the block kept whole."""
     torch.manual_seed(0)
-    block = TIDESBlock(H, 0.3, 1.0, ssm_size=P, ssm_blocks=BLOCKS, lambda_re_mode=ID,
-                       bc_mode=ID, rank=3).double().train()  # fmt: skip
+    config = TIDESConfig(d_model=H, dropout=0.3, ff_mult=1.0, ssm_size=P, ssm_blocks=BLOCKS,
+                         lambda_re_mode=ID, bc_mode=ID, rank=3)  # fmt: skip
+    block = TIDESBlock(config).double().train()
     x0, steps = _inputs(3, 21)
     results = []
     for chunk in (None, 6):

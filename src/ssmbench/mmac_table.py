@@ -8,7 +8,7 @@ of everything a figure depends on (`mmac_key`):
 * the code that builds and counts the model (`code_digest`): ``complexity.py`` and the
   models/ modules it imports (the S4D and MS4 hooks), ``models/registry.py`` and the
   models/ modules it imports (``build_model``), and the family's own modules
-  (``staleness.family_modules``), each as its syntax tree without docstrings;
+  (``code_digest.family_modules``), each as its syntax tree without docstrings;
 * the versions of torch and ptflops (the counting runs through both);
 * the model's hyperparameters as params.yaml resolves them for the dataset, and the
   input's C, L, the outputs K and the per-step mode.
@@ -54,7 +54,7 @@ def _versions() -> tuple[str, str]:
 def _shared_modules() -> tuple[Path, ...]:
     """The modules every family's figure depends on: complexity.py, models/registry.py
     and the models/ modules each imports."""
-    from ssmbench.staleness import MODELS_NOT_WALKED, PACKAGE, walk_modules
+    from ssmbench.code_digest import MODELS_NOT_WALKED, PACKAGE, walk_modules
 
     models = PACKAGE / "models"
     counting = walk_modules(PACKAGE / "complexity.py", models, MODELS_NOT_WALKED)
@@ -66,8 +66,8 @@ def _shared_modules() -> tuple[Path, ...]:
 def code_digest(family: str) -> str:
     """Digest of the code a model of ``family`` is built and counted with (module
     docstring), and torch's and ptflops' versions."""
+    from ssmbench.code_digest import family_modules, imported_family_root, modules_digest
     from ssmbench.models.imported import is_import_path
-    from ssmbench.staleness import family_modules, imported_family_root, modules_digest
 
     paths = list(dict.fromkeys([*_shared_modules(), *family_modules(family)]))
     root = imported_family_root(family) if is_import_path(family) else None

@@ -1,10 +1,11 @@
-# The suite's grid, path helpers and input functions: wiring only, the decisions are the
-# ssmbench package's (what is stale: ssmbench.staleness; a run's resources:
-# ssmbench.resources). At parse time check_params() cross-checks params.yaml (suites ->
-# known datasets/models, model hyperparameters), TrainResources() resources.train, and
-# check_suite_sources() that every dataset can be had and check_model_lengths() that every
-# model can read its datasets' series, so a bad config or a missing archive folder stops
-# the workflow before any job runs.
+# The suite's grid, path helpers and input functions, every function the rule files use
+# (they hold rules only): wiring only, the decisions are the ssmbench package's (what is
+# stale: ssmbench.staleness; a run's resources: ssmbench.resources). At parse time
+# check_params() cross-checks params.yaml (suites -> known datasets/models, model
+# hyperparameters), TrainResources() resources.train, and check_suite_sources() that every
+# dataset can be had and check_model_lengths() that every model can read its datasets'
+# series, so a bad config or a missing archive folder stops the workflow before any job
+# runs.
 import functools
 import json
 import shlex
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ssmbench.data.names import BENCHMARK_PATTERN, NAME_PATTERN
-from ssmbench.data.sources import DERIVED_SOURCES, data_settings, derived_base
+from ssmbench.data.sources import DERIVED_SOURCES, data_settings, derived_base, source_files
 from ssmbench.config import (
     ConfigError,
     Job,
@@ -33,6 +34,12 @@ from ssmbench.search_space import SEARCHES_INDEX, search_digest, search_of, tune
 from ssmbench.report.outputs import figure_captions, output_paths, report_dirs
 from ssmbench.resources import TrainResources
 from ssmbench.series_lengths import check_model_lengths
+from ssmbench.snakemake_internals import (
+    group_components,
+    keep_going_in_group_job,
+    runs_group_job,
+    submits_to_cluster,
+)
 from ssmbench.staleness import (
     KEEP_BOTH,
     other_suites_record,
@@ -41,7 +48,9 @@ from ssmbench.staleness import (
     sync_marker,
     sync_settings_marker,
 )
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
+from snakemake_interface_executor_plugins.settings import DeploymentMethod
 
 check_params(config)
 check_suite_sources(config)
@@ -91,8 +100,9 @@ def report_figures():
     benchmarks = sorted({job.benchmark for job in GRID})
     return {
         key: report(files, caption=f"../report/{caption}.rst", category="Figures")
-        for key, (files, caption) in figure_captions(REPORT_DIRS.results, REPORT_DIRS.figures,
-                                                     benchmarks).items()
+        for key, (files, caption) in figure_captions(
+            REPORT_DIRS.results, REPORT_DIRS.figures, benchmarks
+        ).items()
     }
 
 
@@ -129,12 +139,14 @@ if workflow.is_main_process and not REPLACE_RECORDS:
     if _others:
         _model = _others[0][0]
         _shown = [problem for _, problem in _others[:5]]
-        raise ConfigError(
-            f"suite {SUITE!r} would replace {len(_others)} finished record(s) of another suite "
-            "made with other settings:\n  " + "\n  ".join(_shown)
-            + (f"\n  ... {len(_others) - 5} more" if len(_others) > 5 else "")
-            + "\n" + KEEP_BOTH.format(model=_model, replace="snakemake --config replace=true")
-        )
+        _lines = [
+            f"suite {SUITE!r} would replace {len(_others)} finished record(s) of another "
+            "suite made with other settings:",
+            *(f"  {problem}" for problem in _shown),
+            *([f"  ... {len(_others) - 5} more"] if len(_others) > 5 else []),
+            KEEP_BOTH.format(model=_model, replace="snakemake --config replace=true"),
+        ]
+        raise ConfigError("\n".join(_lines))
 
 
 def settings_marker(wildcards):
@@ -200,6 +212,14 @@ def search_of_target(wildcards):
     return search, job
 
 
+def write_searches_index(index, log, suite, tuned):
+    """The tuned rule's job: the index of the suite's tuned files (paths relative to
+    paths.tuned), and a line saying so in its log."""
+    atomic_write_json(index, {"suite": suite, "tuned": list(tuned)})
+    with open(log, "w") as log_file:
+        print(f"{index}: {len(tuned)} tuned file(s) of suite {suite}", file=log_file)
+
+
 def search_marker(wildcards):
     """A search's extra input, like a run's settings marker: it holds the search and is
     dated after the tuned file when that file did not come from this search (budget and
@@ -211,6 +231,18 @@ def search_marker(wildcards):
     text = json.dumps({"search": search, "digest": search_digest(search, base)},
                       sort_keys=True, indent=1) + "\n"  # fmt: skip
     return str(sync_marker(tuned, marker, text, lambda: tuned_is_current(tuned, search, base)))
+
+
+# --- Fetching and preparing a dataset (workflow/rules/data.smk)
+
+
+def fetch_inputs(wildcards):
+    """The user's files a fetch copies (archive_dir's, local_dir's; none for a download or
+    a generated dataset): one newer than the raw copy's provenance.json (edited in place)
+    fetches again, and the fetch compares contents (ssmbench.data.sources.source_files)."""
+    known(wildcards)
+    settings = benchmark_settings(config, wildcards.benchmark, None, wildcards.dataset)
+    return [str(p) for p in source_files(wildcards.dataset, settings)]
 
 
 def data_recipe(wildcards):
@@ -249,7 +281,7 @@ def train_resource(key):
 
 
 def tune_resource(key):
-    """A `resources:` entry of rule tune: the training job's, its runtime times the
+    """A `resources:` entry of the tune rule, the training job's with its runtime times the
     search's budget (a killed or timed-out search resumes on its next attempt)."""
 
     def get(wildcards, attempt):
@@ -279,10 +311,12 @@ def run_priority(wildcards):
 def train_group(wildcards):
     """Runs of a size class with group: true share SLURM jobs (group train_<class>);
     `group-components: train_<class>=N` in the slurm profile puts N runs in one job.
-    Other runs are not grouped. Ignored by local runs."""
+    Other runs are not grouped. Snakemake evaluates a rule's group only where an executor
+    submits jobs, and in a dry run: a local run ignores it."""
     group = TRAIN_RESOURCES.group(wildcards.benchmark, wildcards.dataset)
     if group is not None:
-        keep_going_inside_slurm_job()
+        # the group job's process goes on past a failing run (ssmbench.snakemake_internals)
+        keep_going_in_group_job(workflow)
         warn_group_layout(group)
     return group
 
@@ -291,16 +325,20 @@ GROUP_LAYOUT_CHECKED = set()
 
 
 def warn_group_layout(group):
-    """A group job's runs run one after another (see keep_going_inside_slurm_job), but
-    with --cores N > 1 Snakemake plans N of them side by side: N x the CPUs and memory,
-    1/N of the summed runtime, so the group job hits its time limit. Warn once."""
-    if group in GROUP_LAYOUT_CHECKED or workflow.remote_exec:
+    """A group job's runs run one after another (the SLURM plugin's job step), but with
+    --cores N > 1 Snakemake plans N of them side by side: N x the CPUs and memory, 1/N of
+    the summed runtime, so the group job hits its time limit. Warn once."""
+    if group in GROUP_LAYOUT_CHECKED or runs_group_job(workflow):
         return
     GROUP_LAYOUT_CHECKED.add(group)
-    cores = workflow.resource_settings.cores
-    cluster = workflow.resource_settings.nodes is not None
-    components = workflow.group_settings.group_components.get(group, 1)
-    if cluster and components > 1 and cores is not None and cores > 1:
+    components = group_components(workflow, group)
+    if not submits_to_cluster(workflow) or components < 2:
+        return
+    try:
+        cores = workflow.cores
+    except WorkflowError:  # no --cores: Snakemake caps no job's cores, nothing is side by side
+        return
+    if cores > 1:
         logger.warning(
             f"Warning: group {group} bundles {components} runs per SLURM job, which run one "
             f"after another, but --cores {cores} makes Snakemake ask for {cores} runs side by "
@@ -308,17 +346,6 @@ def warn_group_layout(group):
             "--cores 1 (as profiles/slurm/config.yaml does); each run's CPUs come from "
             "params.yaml resources.train either way."
         )
-
-
-def keep_going_inside_slurm_job():
-    """Inside a SLURM job, the plugin's job step runs a group job's runs one after another
-    in a `snakemake --mode remote` process that gets no --keep-going from the submitting
-    Snakemake (and reads no profile): one failing run would stop the runs after it. So that
-    process is switched to keep going. Its execution settings exist only once it builds the
-    DAG, which is when this is called (from train_group); the scheduler reads them later."""
-    settings = workflow.execution_settings
-    if workflow.remote_exec and settings is not None and not settings.keep_going:
-        settings.keep_going = True
 
 
 def stop_summary():
@@ -333,7 +360,7 @@ def stop_summary():
     return (
         f"ssmbench: {counts} (`ssmbench status` lists each): the finished runs' records are "
         "kept and the next run of the workflow trains the rest. Snakemake's \"At least one "
-        "job did not complete successfully\" below follows a failed job, and also a SIGTERM "
+        'job did not complete successfully" below follows a failed job, and also a SIGTERM '
         "to Snakemake, which starts no new job and lets the running ones finish."
     )
 
@@ -342,9 +369,18 @@ USES_GPU_MODEL = TRAIN_RESOURCES.sets("gpu_model")
 USES_SLURM_EXTRA = TRAIN_RESOURCES.sets("slurm_extra")
 
 
+# With --use-conda (or --software-deployment-method conda) each rule runs in the conda
+# environment of its `conda:` directive (workflow/envs/ssmbench.yaml), whose `python` has
+# this package installed; otherwise in the Python that runs Snakemake.
+USES_CONDA = workflow.deployment_settings is not None and (
+    DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+)
+
+
 def cli(settings: bool = False):
     """The `ssmbench` of the Python that runs Snakemake (no `ssmbench` on PATH needed; a
-    SLURM job step runs the same path on a shared filesystem), with the suite this
+    SLURM job step runs the same path on a shared filesystem), or of the rule's conda
+    environment with --use-conda (USES_CONDA), with the suite this
     workflow runs (so --config suite=... reaches jobs) and, for the rules whose result
     depends on the training settings (``settings``: tune, split, train), the settings of
     the command line (--config max_epochs=... as ``--set``). The data and report rules
@@ -353,4 +389,5 @@ def cli(settings: bool = False):
         f" --set {shlex.quote(f'{key}={json.dumps(value)}')}"
         for key, value in ((config.get("command_line") or {}) if settings else {}).items()
     )
-    return f"{shlex.quote(sys.executable)} -m ssmbench --suite {shlex.quote(SUITE)}{sets}"
+    python = "python" if USES_CONDA else shlex.quote(sys.executable)
+    return f"{python} -m ssmbench --suite {shlex.quote(SUITE)}{sets}"

@@ -1,18 +1,6 @@
 # fetch -> prepare, one job per dataset. Both write atomically (temp + rename) under a
 # per-dataset lock; `recipe` (the settings the data depend on, where they come from
 # included: archive_dir, local_dir, revision) reruns them when it changes.
-from ssmbench.data.sources import source_files
-
-
-def fetch_inputs(wildcards):
-    """The user's files a fetch copies (archive_dir's, local_dir's; none for a download or
-    a generated dataset): one newer than the raw copy's provenance.json (edited in place)
-    fetches again, and the fetch compares contents (ssmbench.data.sources.source_files)."""
-    known(wildcards)
-    settings = benchmark_settings(config, wildcards.benchmark, None, wildcards.dataset)
-    return [str(p) for p in source_files(wildcards.dataset, settings)]
-
-
 rule fetch:
     input:
         fetch_inputs,
@@ -20,6 +8,8 @@ rule fetch:
         f"{PATHS['raw']}/{{benchmark}}/{{dataset}}/provenance.json",
     log:
         f"{PATHS['logs']}/fetch/{{benchmark}}/{{dataset}}.log",
+    conda:
+        "../envs/ssmbench.yaml"
     resources:
         **config["resources"]["prepare"],
     params:
@@ -36,6 +26,8 @@ rule prepare:
         directory(f"{PATHS['prepared']}/{{benchmark}}/{{dataset}}"),
     log:
         f"{PATHS['logs']}/prepare/{{benchmark}}/{{dataset}}.log",
+    conda:
+        "../envs/ssmbench.yaml"
     resources:
         **config["resources"]["prepare"],
     params:

@@ -9,6 +9,7 @@ rule report:
     input:
         record_paths(),
     output:
+        **report_figures(),
         metrics=report_files("metrics"),
         metric_files=directory(report_files("metric_files")[0]),
         summary=report_files("summary"),
@@ -16,9 +17,10 @@ rule report:
         protocol_notes=report_files("protocol_notes"),
         scorecard=report_files("scorecard"),
         tables=report_files("table"),
-        **report_figures(),
     log:
         str(REPORT_DIRS.log),
+    conda:
+        "../envs/ssmbench.yaml"
     resources:
         **config["resources"]["report"],
     params:

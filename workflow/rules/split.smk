@@ -13,6 +13,8 @@ rule split:
         f"{PATHS['logs']}/split/{{benchmark}}/{{dataset}}/fold{{fold}}.log",
     # as its training jobs: larger datasets first
     priority: run_priority
+    conda:
+        "../envs/ssmbench.yaml"
     resources:
         **config["resources"]["prepare"],
     params:

@@ -18,13 +18,15 @@ rule train:
         curve=update(f"{PATHS['runs']}/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.curve.csv"),
     log:
         f"{PATHS['logs']}/train/{{benchmark}}/{{dataset}}/{{model}}/fold{{fold}}.log",
-    params:
-        cli=cli(settings=True),
-        # --config replace=true: a record another suite made with other settings is replaced
-        replace="--replace" if REPLACE_RECORDS else "",
-    threads: train_threads
     priority: run_priority
+    group:
+        train_group
+    conda:
+        "../envs/ssmbench.yaml"
+    threads: train_threads
     resources:
+        **({"gpu_model": train_resource("gpu_model")} if USES_GPU_MODEL else {}),
+        **({"slurm_extra": train_resource("slurm_extra")} if USES_SLURM_EXTRA else {}),
         # per run from params.yaml resources.train (size class, model, attempt)
         mem_mb=train_resource("mem_mb"),
         runtime=train_resource("runtime"),
@@ -32,10 +34,10 @@ rule train:
         gpu=train_resource("gpu"),
         # the attempt reaches the run's record (provenance) only through a resource
         attempt=lambda wildcards, attempt: attempt,
-        **({"gpu_model": train_resource("gpu_model")} if USES_GPU_MODEL else {}),
-        **({"slurm_extra": train_resource("slurm_extra")} if USES_SLURM_EXTRA else {}),
-    group:
-        train_group
+    params:
+        cli=cli(settings=True),
+        # --config replace=true: a record another suite made with other settings is replaced
+        replace="--replace" if REPLACE_RECORDS else "",
     shell:
         # On SLURM the run uses the CPUs its job step was given (cpus_per_task); locally
         # Snakemake's {threads}. `exec`: signals (SLURM's SIGTERM) reach the run itself.

@@ -13,16 +13,18 @@ rule tune:
         tuned=update(f"{PATHS['tuned']}/{{benchmark}}/{{dataset}}/{{model}}.json"),
     log:
         f"{PATHS['logs']}/tune/{{benchmark}}/{{dataset}}/{{model}}.log",
-    params:
-        cli=cli(settings=True),
-    threads: tune_threads
     priority: run_priority
+    conda:
+        "../envs/ssmbench.yaml"
+    threads: tune_threads
     resources:
         # a training job's resources (params.yaml resources.train), runtime x the budget
         mem_mb=tune_resource("mem_mb"),
         runtime=tune_resource("runtime"),
         cpus_per_task=tune_resource("cpus_per_task"),
         gpu=tune_resource("gpu"),
+    params:
+        cli=cli(settings=True),
     shell:
         "exec {params.cli} tune --benchmark {wildcards.benchmark} --dataset {wildcards.dataset} "
         "--model {wildcards.model} --threads ${{SLURM_CPUS_PER_TASK:-{threads}}} > {log} 2>&1"
@@ -38,10 +40,12 @@ rule tuned:
         tuned_paths(),
     output:
         f"{PATHS['tuned']}/{SEARCHES_INDEX}",
+    log:
+        f"{PATHS['logs']}/tuned.log",
+    localrule: True
     params:
         # params: a change of either writes the index again (Snakemake's params trigger)
         suite=config["suite"],
         tuned=sorted(Path(p).relative_to(PATHS["tuned"]).as_posix() for p in tuned_paths()),
-    localrule: True
     run:
-        atomic_write_json(output[0], {"suite": params.suite, "tuned": list(params.tuned)})
+        write_searches_index(output[0], log[0], params.suite, params.tuned)

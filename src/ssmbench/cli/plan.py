@@ -48,13 +48,8 @@ def cmd_plan(args) -> int:
     the estimate beside the measured training time of existing records."""
     from ssmbench.config import ConfigError
     from ssmbench.mmac_table import MMacTable
-    from ssmbench.plan import (
-        estimate,
-        estimate_error,
-        format_bill,
-        format_error,
-        nothing_estimated,
-    )
+    from ssmbench.plan import estimate, format_bill, nothing_estimated
+    from ssmbench.plan_check import estimate_error, format_error
     from ssmbench.step_costs import StepCosts, tables
 
     params = load(args)
@@ -89,12 +84,12 @@ def _plan_check_records(params: dict, folder: str) -> list[dict]:
     or every run record (``*.json`` with ``train_seconds``, its own or its provenance
     file's: ``provenance_file.with_provenance``) under ``folder``. A file that cannot be
     read as JSON is an error (ConfigError). A record whose fields the estimate
-    reads are not what ``ssmbench train`` writes (``plan.record_problems``: a wrong type,
+    reads are not what ``ssmbench train`` writes (``plan_check.record_problems``: a wrong type,
     a non-finite or out-of-range number, a missing name) is left out of the comparison
     with one warning line naming the file and its fields: the other records still give
     a comparison."""
     from ssmbench.config import ConfigError, suite_grid
-    from ssmbench.plan import record_problems
+    from ssmbench.plan_check import record_problems
     from ssmbench.provenance_file import is_provenance_file, with_provenance
 
     if folder:

@@ -1,8 +1,9 @@
 """TIDES, S5 and MambaS: time-aware diagonal state-space classifiers (the TIDES paper's family).
 
-The layer and its parts are in ``tides_ssm.py``, the factored B/C products in
-``tides_products.py``, the scans and the discretisation in ``tides_scan.py``; this module
-holds the blocks and the classifiers.
+The layer is in ``tides_ssm.py`` and its parts in ``tides_parts.py``, the factored B/C
+products in ``tides_products.py``, the scans and the discretisation in ``tides_scan.py``,
+the classifiers' options (one ``TIDESConfig``, with their defaults) in
+``tides_config.py``; this module holds the blocks and the classifiers.
 
 Sources
 -------
@@ -175,52 +176,46 @@ complex and a real number 2.
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from .frame import SequenceClassifier, optional_dropout, with_time_channel
-from .tides_scan import DISCRETIZATIONS
-from .tides_ssm import (
-    GLU,
-    MODES,
-    PROJ_INITS,
-    RE_MAPS,
-    TIDESSSM,
-    ExpandedGLU,
-    GluEncoder,
-    hippo_dplr,
-    lambda_re_map,
-)
+from .tides_config import FamilyOptions, TIDESConfig
+from .tides_parts import GLU, RE_MAPS, ExpandedGLU, GluEncoder, hippo_dplr, lambda_re_map
+from .tides_ssm import TIDESSSM
 
 __all__ = [
+    "RE_MAPS",
     "MambaSClassifier",
     "S5Classifier",
     "TIDESBlock",
     "TIDESClassifier",
+    "TIDESConfig",
     "TIDESSSM",
     "hippo_dplr",
     "lambda_re_map",
 ]
-
-#: The block's feed-forward GLU: the TIDES reference's (with a projection) or S5's plain one.
-BLOCK_GLUS = ("expanded", "plain")
 
 
 class TIDESBlock(nn.Module):
     """BatchNorm (no affine) -> TIDESSSM -> GELU -> dropout -> GLU -> dropout -> residual
     (tides.py:886-970)."""
 
-    def __init__(
-        self, d_model: int, dropout: float, ff_mult: float, block_glu: str = "expanded", **ssm
-    ) -> None:
+    def __init__(self, config: TIDESConfig) -> None:
         super().__init__()
+        d_model = config.d_model
         self.norm = nn.BatchNorm1d(d_model, affine=False)
-        self.ssm = TIDESSSM(d_model, **ssm)
+        self.ssm = TIDESSSM(d_model, **config.layer_options())
         # "expanded": the TIDES reference's GLU with a projection; "plain": S5's w1 * σ(w2)
-        self.glu = ExpandedGLU(d_model, ff_mult) if block_glu == "expanded" else GLU(d_model)
-        self.dropout = optional_dropout(dropout)
+        if config.block_glu == "expanded":
+            self.glu = ExpandedGLU(d_model, float(config.ff_mult))
+        else:
+            self.glu = GLU(d_model)
+        self.dropout = optional_dropout(float(config.dropout))
 
     def forward(self, x: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
         z = self.norm(x.transpose(1, 2)).transpose(1, 2)  # over B and L, per channel
@@ -237,40 +232,66 @@ class TIDESBlock(nn.Module):
 
 
 class _TimeAwareSSMClassifier(SequenceClassifier):
-    """The frame the three families share: GLU encoder, TIDES blocks, Linear head."""
+    """The frame the three families share: GLU encoder, TIDES blocks, Linear head.
+
+    A family declares ``OPTIONS`` (``tides_config.FamilyOptions``: which options of
+    ``TIDESConfig`` params.yaml may set for it, which it fixes). Its constructor takes
+    ``(n_channels, n_classes, length=None, *, per_step=False)`` and either those options
+    by keyword or ``config=`` a ``TIDESConfig``; the model keeps the config it was built
+    from (``config``). The class's signature lists the options with the family's
+    defaults, as ``hyperparams_of`` and the registry read them, and its ``CHOICES``
+    are the options' (both set for each subclass)."""
 
     #: the inputs the training side gives forward: values (B, C, L) and steps (B, L)
     INPUTS = ("values", "steps")
     #: integer hyperparameters that may be 0 or negative (registry.validate_model_params)
     INT_MINIMUM = {"encoder_depth": 0, "lambda_encoder_depth": 0, "rank": None}
+    #: the family's options (set by each family)
+    OPTIONS: FamilyOptions
+    #: the family's own settings of strings: their allowed values (from OPTIONS)
+    CHOICES: dict[str, tuple[str, ...]] = {}
 
-    def _build(
-        self,
-        d_model: int,
-        n_layers: int,
-        encoder_depth: int,
-        ff_mult: float,
-        dropout: float,
-        time_channel: bool = False,
-        mask_channels: bool = False,
-        block_glu: str = "expanded",
-        **ssm,
-    ) -> None:
-        if encoder_depth < 0 or n_layers < 1:
-            raise ValueError(f"need encoder_depth >= 0, n_layers >= 1: {encoder_depth}, {n_layers}")
-        self.time_channel = time_channel  # t / (L − 1) as an input channel (MambaS option)
-        self.mask_channels = mask_channels  # the observation mask as C more channels
-        if mask_channels:
-            self.INPUTS = (*self.INPUTS, "mask")
-        n_in = self.n_channels * (1 + int(mask_channels)) + int(time_channel)
-        self.encoder = GluEncoder(n_in, d_model, encoder_depth)
-        self.blocks = nn.ModuleList(
+    def __init_subclass__(cls, **kwargs) -> None:
+        # before SequenceClassifier's, which reads the signature (SUPPORTS_PER_STEP)
+        cls.CHOICES = cls.OPTIONS.choices()
+        P = inspect.Parameter
+        cls.__signature__ = inspect.Signature(
             [
-                TIDESBlock(d_model, float(dropout), float(ff_mult), block_glu, **ssm)
-                for _ in range(n_layers)
+                P("n_channels", P.POSITIONAL_OR_KEYWORD, annotation=int),
+                P("n_classes", P.POSITIONAL_OR_KEYWORD, annotation=int),
+                P("length", P.POSITIONAL_OR_KEYWORD, default=None, annotation=int | None),
+                *cls.OPTIONS.parameters(),
+                P("per_step", P.KEYWORD_ONLY, default=False, annotation=bool),
             ]
         )
-        self.head = nn.Linear(d_model, self.n_classes)  # the reference's head (tides.py:1135)
+        super().__init_subclass__(**kwargs)
+
+    def __init__(
+        self,
+        n_channels: int,
+        n_classes: int,
+        length: int | None = None,
+        *,
+        per_step: bool = False,
+        config: TIDESConfig | None = None,
+        **options,
+    ) -> None:
+        config = self.OPTIONS.config(type(self).__name__, config, options)
+        super().__init__(n_channels, n_classes, length, per_step)
+        if config.encoder_depth < 0 or config.n_layers < 1:
+            raise ValueError(
+                f"need encoder_depth >= 0, n_layers >= 1: {config.encoder_depth}, {config.n_layers}"
+            )
+        self.config = config
+        self.time_channel = config.time_channel  # t / (L − 1) as an input channel
+        self.mask_channels = config.mask_channels  # the observation mask as C more channels
+        if config.mask_channels:
+            self.INPUTS = (*self.INPUTS, "mask")
+        n_in = self.n_channels * (1 + int(config.mask_channels)) + int(config.time_channel)
+        self.encoder = GluEncoder(n_in, config.d_model, config.encoder_depth)
+        self.blocks = nn.ModuleList([TIDESBlock(config) for _ in range(config.n_layers)])
+        # the reference's head (tides.py:1135)
+        self.head = nn.Linear(config.d_model, self.n_classes)
 
     def set_recurrent(self, recurrent: bool = True) -> _TimeAwareSSMClassifier:
         """Every layer step by step (True) or by the parallel scan (False, the default)."""
@@ -378,74 +399,36 @@ class _TimeAwareSSMClassifier(SequenceClassifier):
 
 class TIDESClassifier(_TimeAwareSSMClassifier):
     """TIDES: Re Λ, Im Λ and B/C each LTI or input-dependent; defaults: the reference's UEA
-    settings."""
+    settings (``TIDESConfig``)."""
 
     TEST_PARAMS = {"d_model": 8, "ssm_size": 8, "ssm_blocks": 2, "rank": 2, "encoder_depth": 0}
-    CHOICES = {
-        "lambda_re_mode": MODES,
-        "lambda_im_mode": MODES,
-        "bc_mode": MODES,
-        "lambda_re_map": RE_MAPS,
-        "discretization": DISCRETIZATIONS,
-        "proj_init": PROJ_INITS,
-    }
-
-    def __init__(
-        self,
-        n_channels: int,
-        n_classes: int,
-        length: int | None = None,
-        d_model: int = 64,
-        ssm_size: int = 64,
-        ssm_blocks: int = 8,
-        n_layers: int = 2,
-        dropout: float = 0.05,
-        encoder_depth: int = 1,
-        lambda_encoder_depth: int = 0,
-        ff_mult: float = 1.0,
-        bidirectional: bool = False,
-        rank: int = 8,
-        lambda_re_mode: str = "input_dependent",
-        lambda_im_mode: str = "lti",
-        bc_mode: str = "input_dependent",
-        lambda_re_map: str = "standard",
-        clip_eigs: bool = False,
-        conj_sym: bool = False,
-        real_lambda: bool = False,
-        discretization: str = "zoh",
-        dt_min: float = 0.001,
-        dt_max: float = 0.1,
-        proj_norm: bool = True,
-        proj_init: str = "zeros",
-        mask_channels: bool = False,
-        per_step: bool = False,
-    ) -> None:
-        super().__init__(n_channels, n_classes, length, per_step)
-        self._build(
-            d_model,
-            n_layers,
-            encoder_depth,
-            ff_mult,
-            dropout,
-            mask_channels=mask_channels,
-            ssm_size=ssm_size,
-            ssm_blocks=ssm_blocks,
-            lambda_re_mode=lambda_re_mode,
-            lambda_im_mode=lambda_im_mode,
-            bc_mode=bc_mode,
-            lambda_re_map=lambda_re_map,
-            clip_eigs=clip_eigs,
-            conj_sym=conj_sym,
-            real_lambda=real_lambda,
-            bidirectional=bidirectional,
-            discretization=discretization,
-            dt_min=dt_min,
-            dt_max=dt_max,
-            rank=rank,
-            lambda_encoder_depth=lambda_encoder_depth,
-            proj_norm=proj_norm,
-            proj_init=proj_init,
+    OPTIONS = FamilyOptions(
+        names=(
+            "d_model",
+            "ssm_size",
+            "ssm_blocks",
+            "n_layers",
+            "dropout",
+            "encoder_depth",
+            "lambda_encoder_depth",
+            "ff_mult",
+            "bidirectional",
+            "rank",
+            "lambda_re_mode",
+            "lambda_im_mode",
+            "bc_mode",
+            "lambda_re_map",
+            "clip_eigs",
+            "conj_sym",
+            "real_lambda",
+            "discretization",
+            "dt_min",
+            "dt_max",
+            "proj_norm",
+            "proj_init",
+            "mask_channels",
         )
+    )
 
 
 class S5Classifier(_TimeAwareSSMClassifier):
@@ -453,112 +436,62 @@ class S5Classifier(_TimeAwareSSMClassifier):
     modes ``lti`` has the same parameters and output)."""
 
     TEST_PARAMS = {"d_model": 8, "ssm_size": 8, "ssm_blocks": 2, "encoder_depth": 0}
-    CHOICES = {
-        "lambda_re_map": RE_MAPS,
-        "discretization": DISCRETIZATIONS,
-        "block_glu": BLOCK_GLUS,
-    }
-
-    def __init__(
-        self,
-        n_channels: int,
-        n_classes: int,
-        length: int | None = None,
-        d_model: int = 64,
-        ssm_size: int = 64,
-        ssm_blocks: int = 8,
-        n_layers: int = 2,
-        dropout: float = 0.05,
-        encoder_depth: int = 1,
-        ff_mult: float = 1.0,
-        bidirectional: bool = False,
-        lambda_re_map: str = "standard",
-        clip_eigs: bool = False,
-        conj_sym: bool = False,
-        real_lambda: bool = False,
-        discretization: str = "zoh",
-        dt_min: float = 0.001,
-        dt_max: float = 0.1,
-        time_channel: bool = False,
-        block_glu: str = "expanded",
-        per_step: bool = False,
-    ) -> None:
-        super().__init__(n_channels, n_classes, length, per_step)
-        self._build(
-            d_model,
-            n_layers,
-            encoder_depth,
-            ff_mult,
-            dropout,
-            time_channel,
-            block_glu=block_glu,
-            ssm_size=ssm_size,
-            ssm_blocks=ssm_blocks,
-            lambda_re_map=lambda_re_map,
-            clip_eigs=clip_eigs,
-            conj_sym=conj_sym,
-            real_lambda=real_lambda,
-            bidirectional=bidirectional,
-            discretization=discretization,
-            dt_min=dt_min,
-            dt_max=dt_max,
-        )
+    OPTIONS = FamilyOptions(
+        names=(
+            "d_model",
+            "ssm_size",
+            "ssm_blocks",
+            "n_layers",
+            "dropout",
+            "encoder_depth",
+            "ff_mult",
+            "bidirectional",
+            "lambda_re_map",
+            "clip_eigs",
+            "conj_sym",
+            "real_lambda",
+            "discretization",
+            "dt_min",
+            "dt_max",
+            "time_channel",
+            "block_glu",
+        ),
+        fixed={"lambda_re_mode": "lti", "lambda_im_mode": "lti", "bc_mode": "lti"},
+    )
 
 
 class MambaSClassifier(_TimeAwareSSMClassifier):
     """MambaS (the reference's "Mamba surrogate"): LTI Λ, B/C modulated per state by the
     input, Δ = softplus(W [z_t, Δt_t] + b) (W = 0, b = 0.5413 at the start): the step is
-    learnt from the input and Δt, not the physical step."""
+    learnt from the input and Δt, not the physical step. No RMSNorm on the projections by
+    default (the toy model has none)."""
 
     TEST_PARAMS = {"d_model": 8, "ssm_size": 8, "ssm_blocks": 2, "encoder_depth": 0}
-    CHOICES = {
-        "lambda_re_map": RE_MAPS,
-        "discretization": DISCRETIZATIONS,
-        "proj_init": PROJ_INITS,
-    }
-
-    def __init__(
-        self,
-        n_channels: int,
-        n_classes: int,
-        length: int | None = None,
-        d_model: int = 64,
-        ssm_size: int = 64,
-        ssm_blocks: int = 8,
-        n_layers: int = 2,
-        dropout: float = 0.05,
-        encoder_depth: int = 1,
-        ff_mult: float = 1.0,
-        bidirectional: bool = False,
-        lambda_re_map: str = "standard",
-        clip_eigs: bool = False,
-        conj_sym: bool = False,
-        real_lambda: bool = False,
-        discretization: str = "zoh",
-        proj_norm: bool = False,
-        proj_init: str = "zeros",
-        time_channel: bool = False,
-        per_step: bool = False,
-    ) -> None:
-        super().__init__(n_channels, n_classes, length, per_step)
-        self._build(
-            d_model,
-            n_layers,
-            encoder_depth,
-            ff_mult,
-            dropout,
-            time_channel,
-            ssm_size=ssm_size,
-            ssm_blocks=ssm_blocks,
-            bc_mode="input_dependent",
-            step_mode="input_dependent",
-            rank=-1,
-            lambda_re_map=lambda_re_map,
-            clip_eigs=clip_eigs,
-            conj_sym=conj_sym,
-            real_lambda=real_lambda,
-            bidirectional=bidirectional,
-            discretization=discretization,
-            proj_norm=proj_norm,
-            proj_init=proj_init,
-        )
+    OPTIONS = FamilyOptions(
+        names=(
+            "d_model",
+            "ssm_size",
+            "ssm_blocks",
+            "n_layers",
+            "dropout",
+            "encoder_depth",
+            "ff_mult",
+            "bidirectional",
+            "lambda_re_map",
+            "clip_eigs",
+            "conj_sym",
+            "real_lambda",
+            "discretization",
+            "proj_norm",
+            "proj_init",
+            "time_channel",
+        ),
+        fixed={
+            "lambda_re_mode": "lti",
+            "lambda_im_mode": "lti",
+            "bc_mode": "input_dependent",
+            "step_mode": "input_dependent",
+            "rank": -1,
+        },
+        defaults={"proj_norm": False},
+    )

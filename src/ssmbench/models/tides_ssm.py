@@ -1,6 +1,7 @@
-"""The TIDES layer (``TIDESSSM``) and its parts: the HiPPO (DPLR) initialisation, the Re Λ
-maps, the GLU encoder, the low-rank B/C heads and the RMSNorms. The classifiers built of it,
-and the sources, facts and deviations of the whole family, are in ``tides.py``.
+"""The TIDES layer (``TIDESSSM``). Its parts (the HiPPO (DPLR) initialisation, the Re Λ
+maps, the GLU encoder, the low-rank B/C heads and the RMSNorms) are in ``tides_parts.py``;
+the classifiers built of it, and the sources, facts and deviations of the whole family, in
+``tides.py``.
 
 The parallel mode (``TIDESSSM.forward``) runs time first, (L, B, ...): the per-step
 quantities of a chunk of steps (Λ, Δ, B_t u_t), the zero-order hold and the recurrence from
@@ -27,174 +28,29 @@ import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
 from . import numba_runtime, scan_paths, tides_cpu_scan
+from .tides_parts import (
+    MODES,
+    PROJ_INITS,
+    RE_MAPS,
+    RMS_EPS,
+    STEP_MODES,
+    FieldRMSNorm,
+    GluEncoder,
+    LowRankHead,
+    as_parameter,
+    block_diag,
+    check_choice,
+    hippo_dplr,
+    init_last,
+    lambda_re_inverse,
+    lambda_re_map,
+    real_view,
+)
 from .tides_products import drive_products, quadratic_forms, readout_products, write_steps
 from .tides_scan import DISCRETIZATIONS, discretize, linear_scan, recurrent_scan, zoh_elements
 
-#: the values of the string hyperparameters (``CHOICES``; the constructor checks them too)
-MODES = ("lti", "input_dependent")
-RE_MAPS = ("standard", "exp", "stable", "softplus")
-STEP_MODES = ("physical", "input_dependent")
-PROJ_INITS = ("zeros", "random")
-
-_EPS = 1e-6  # the reference's RMSNorm eps
-_CLIP = -1e-4  # clip_eigs: Re Λ <= -1e-4
 _MAMBAS_STEP_BIAS = 0.5413  # softplus(0.5413) = 1.0000
 _TOY_DECAYS = (0.5, 3.0)  # real Λ: -linspace(0.5, 3.0, P)
-
-
-def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
-    if value not in allowed:
-        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
-    return value
-
-
-# --- initialisation ---------------------------------------------------------------------------
-
-
-def hippo_dplr(N: int) -> tuple[np.ndarray, np.ndarray]:
-    """HiPPO-LegS in its normal (diagonal) part: Λ (N,) complex and the unitary V (N, N) with
-    A + p p^T = V diag(Λ) V^H (up to Re Λ, replaced by the mean of the diagonal, -1/2)."""
-    q = np.sqrt(1 + 2 * np.arange(N))
-    A = -(np.tril(q[:, None] * q[None, :]) - np.diag(np.arange(N)))  # HiPPO-LegS (N, N)
-    p = np.sqrt(np.arange(N) + 0.5)
-    S = A + p[:, None] * p[None, :]  # normal: -1/2 I + skew-symmetric
-    imag, V = np.linalg.eigh(S * -1j)
-    return np.mean(np.diagonal(S)) + 1j * imag, V
-
-
-def _block_diag(*blocks: np.ndarray) -> np.ndarray:
-    rows, cols = sum(b.shape[0] for b in blocks), sum(b.shape[1] for b in blocks)
-    out = np.zeros((rows, cols), dtype=np.result_type(*blocks))
-    r = c = 0
-    for b in blocks:
-        out[r : r + b.shape[0], c : c + b.shape[1]] = b
-        r, c = r + b.shape[0], c + b.shape[1]
-    return out
-
-
-def lambda_re_map(raw: torch.Tensor, name: str, clip: bool = False) -> torch.Tensor:
-    """Re Λ from its raw parameter (or projection) under the map ``name``."""
-    if name == "exp":
-        re = -torch.exp(raw)
-    elif name == "stable":
-        re = -1.0 / (raw**2 + 0.5)
-    elif name == "softplus":
-        re = -F.softplus(raw)
-    elif name == "standard":
-        re = raw
-    else:
-        _check_choice("lambda_re_map", name, RE_MAPS)
-    return torch.clamp(re, max=_CLIP) if clip else re
-
-
-def _lambda_re_inverse(re: np.ndarray, name: str) -> np.ndarray:
-    """The raw value whose map is ``re`` (< 0); ``stable`` saturates at -2 as the reference."""
-    if name == "exp":
-        return np.log(-re)
-    if name == "stable":
-        return np.sqrt(np.maximum(0.0, -1.0 / re - 0.5))
-    if name == "softplus":
-        return np.log(np.expm1(-re))
-    return re
-
-
-def _as_parameter(values: np.ndarray | torch.Tensor) -> nn.Parameter:
-    return nn.Parameter(torch.as_tensor(np.asarray(values), dtype=torch.float32).clone())
-
-
-def _real_view(z: np.ndarray, c: int) -> np.ndarray:
-    """A complex array as (..., 2) (re, im), or a real one as (..., 1)."""
-    return np.stack([z.real, z.imag], axis=-1) if c == 2 else np.real(z)[..., None]
-
-
-# --- small modules ----------------------------------------------------------------------------
-
-
-class GLU(nn.Module):
-    """w1(x) * sigmoid(w2(x)), both Linear(d, d) (tides.py:311-320)."""
-
-    def __init__(self, d: int) -> None:
-        super().__init__()
-        self.w1, self.w2 = nn.Linear(d, d), nn.Linear(d, d)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w1(x) * torch.sigmoid(self.w2(x))
-
-
-class ExpandedGLU(nn.Module):
-    """proj(w1(x) * sigmoid(w2(x))), d -> int(d ff_mult) -> d (tides.py:323-334)."""
-
-    def __init__(self, d: int, ff_mult: float = 1.0) -> None:
-        super().__init__()
-        inner = int(d * ff_mult)
-        if inner < 1:
-            raise ValueError(f"ff_mult {ff_mult} leaves no feed-forward width (d = {d})")
-        self.w1, self.w2 = nn.Linear(d, inner), nn.Linear(d, inner)
-        self.proj = nn.Linear(inner, d)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.proj(self.w1(x) * torch.sigmoid(self.w2(x)))
-
-
-class GluEncoder(nn.Module):
-    """``depth`` residual GLUs at width d_in, then Linear(d_in, d_out) (tides.py:367-395)."""
-
-    def __init__(self, d_in: int, d_out: int, depth: int = 0) -> None:
-        super().__init__()
-        self.glu_layers = nn.ModuleList([GLU(d_in) for _ in range(depth)])
-        self.linear = nn.Linear(d_in, d_out)
-
-    @property
-    def last(self) -> nn.Linear:
-        return self.linear
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for glu in self.glu_layers:
-            x = x + glu(x)
-        return self.linear(x)
-
-
-class LowRankHead(nn.Module):
-    """Linear(d_in, r) -> Linear(r, d_out) for r > 0, Linear(d_in, d_out) for r <= 0
-    (tides.py:402-421)."""
-
-    def __init__(self, d_in: int, d_out: int, rank: int) -> None:
-        super().__init__()
-        self.down = nn.Linear(d_in, rank) if rank > 0 else None
-        self.up = nn.Linear(rank if rank > 0 else d_in, d_out)
-
-    @property
-    def last(self) -> nn.Linear:
-        return self.up
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.up(self.down(x) if self.down is not None else x)
-
-
-class FieldRMSNorm(nn.Module):
-    """RMSNorm of real or complex numbers stored as (..., c): z / sqrt(mean |z|² + 1e-6) * w,
-    the mean over ``size`` entries of one axis of the numbers (tides.py:341-364)."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(size))
-
-    def forward(self, z: torch.Tensor, dim: int) -> torch.Tensor:
-        # z (..., size, ..., c); dim < -1 counts from the end of the numbers' real view
-        power = z.square() if z.size(-1) == 1 else z.square().sum(-1, keepdim=True)  # |z|²
-        inv_rms = 1 / torch.sqrt(power.mean(dim=dim, keepdim=True) + _EPS)
-        weight = self.weight.reshape(-1, *([1] * (-dim - 1)))  # along ``dim``
-        return z * inv_rms * weight
-
-
-def _init_last(head: GluEncoder | LowRankHead, bias: np.ndarray, proj_init: str) -> None:
-    """The projector's last layer: weight 0 (or N(0, 0.01²)), bias the HiPPO values."""
-    with torch.no_grad():
-        if proj_init == "zeros":
-            head.last.weight.zero_()
-        else:
-            head.last.weight.normal_(0.0, 0.01)
-        head.last.bias.copy_(torch.as_tensor(np.asarray(bias).reshape(-1), dtype=torch.float32))
 
 
 # --- the layer --------------------------------------------------------------------------------
@@ -255,7 +111,7 @@ class TIDESSSM(nn.Module):
             ("discretization", discretization, DISCRETIZATIONS),
             ("proj_init", proj_init, PROJ_INITS),
         ):
-            _check_choice(name, value, allowed)
+            check_choice(name, value, allowed)
         if ssm_size < 1 or ssm_blocks < 1 or ssm_size % ssm_blocks:
             raise ValueError(f"ssm_size {ssm_size} is not a multiple of ssm_blocks {ssm_blocks}")
         block = ssm_size // ssm_blocks
@@ -309,8 +165,8 @@ class TIDESSSM(nn.Module):
             lam_block, V = hippo_dplr(block)
             keep = block // 2 if conj_sym else block
             lam = np.tile(lam_block[:keep], ssm_blocks)  # (n,)
-            V_blocks = _block_diag(*[V[:, :keep]] * ssm_blocks)  # (P, n)
-            V_inv = _block_diag(*[V.conj().T[:keep]] * ssm_blocks)  # (n, P)
+            V_blocks = block_diag(*[V[:, :keep]] * ssm_blocks)  # (P, n)
+            V_inv = block_diag(*[V.conj().T[:keep]] * ssm_blocks)  # (n, P)
             std = 1.0 / math.sqrt(ssm_size)
             B0 = V_inv @ (torch.randn(ssm_size, H, dtype=torch.float64) * std).numpy()  # (n, H)
 
@@ -335,34 +191,34 @@ class TIDESSSM(nn.Module):
 
         # --- Λ: static parameters or projectors
         if lambda_re_mode == "lti":
-            self.Lambda_re = _as_parameter(_lambda_re_inverse(lam.real, lambda_re_map))
+            self.Lambda_re = as_parameter(lambda_re_inverse(lam.real, lambda_re_map))
         else:
             self.lambda_re_proj = GluEncoder(H, S, lambda_encoder_depth)
-            _init_last(
-                self.lambda_re_proj, _lambda_re_inverse(lam_full.real, lambda_re_map), proj_init
+            init_last(
+                self.lambda_re_proj, lambda_re_inverse(lam_full.real, lambda_re_map), proj_init
             )
         if not real_lambda and lambda_im_mode == "lti":
-            self.Lambda_im = _as_parameter(lam.imag)
+            self.Lambda_im = as_parameter(lam.imag)
         elif not real_lambda:
             self.lambda_im_proj = GluEncoder(H, S, lambda_encoder_depth)
-            _init_last(self.lambda_im_proj, lam_full.imag, proj_init)
+            init_last(self.lambda_im_proj, lam_full.imag, proj_init)
         # --- B, C: static (LTI, or modulated per state) or projected
         modulated = bc_mode == "input_dependent" and rank < 0
         if bc_mode == "lti" or modulated:
-            self.B = _as_parameter(_real_view(B0, c))  # (n, H, c)
-            self.C = _as_parameter(_real_view(np.concatenate(C0, axis=1), c))  # (H, dirs n, c)
+            self.B = as_parameter(real_view(B0, c))  # (n, H, c)
+            self.C = as_parameter(real_view(np.concatenate(C0, axis=1), c))  # (H, dirs n, c)
         if bc_mode == "input_dependent":
             if modulated:  # one scale per state, 1 + 0i at the start
                 b_out, c_out = S * c, self.dirs * S * c
-                b_bias = _real_view(np.ones(S, dtype=complex), c)
-                c_bias = _real_view(np.ones(self.dirs * S, dtype=complex), c)
+                b_bias = real_view(np.ones(S, dtype=complex), c)
+                c_bias = real_view(np.ones(self.dirs * S, dtype=complex), c)
             else:  # the whole matrix, the HiPPO values at the start
                 b_out, c_out = S * H * c, H * self.dirs * S * c
-                b_bias, c_bias = _real_view(B_full, c), _real_view(C_full, c)
+                b_bias, c_bias = real_view(B_full, c), real_view(C_full, c)
             self.b_proj = LowRankHead(H, b_out, max(rank, 0))
             self.c_proj = LowRankHead(H, c_out, max(rank, 0))
-            _init_last(self.b_proj, b_bias, proj_init)
-            _init_last(self.c_proj, c_bias, proj_init)
+            init_last(self.b_proj, b_bias, proj_init)
+            init_last(self.c_proj, c_bias, proj_init)
         if step_mode == "input_dependent":  # MambaS: Δ = softplus(W [z_t, Δt_t] + b)
             self.step_proj = nn.Linear(H + 1, S)
             with torch.no_grad():
@@ -489,7 +345,7 @@ class TIDESSSM(nn.Module):
             power = self._row_power(
                 W.transpose(0, 1).reshape(H, S * c, r), bias.transpose(0, 1).reshape(H, S * c), z
             )
-            u = u * torch.rsqrt(power / S + _EPS)  # (..., H): the column's 1/RMS on its input
+            u = u * torch.rsqrt(power / S + RMS_EPS)  # (..., H): the column's 1/RMS on its input
             W_all = W_all * self.b_norm.weight.repeat_interleave(c)  # the norm's weight
         out = drive_products(u.reshape(-1, H), z.reshape(-1, r), W_all, self._token_block(u))
         return self._field(out.view(*u.shape[:-1], S, c))
@@ -519,7 +375,7 @@ class TIDESSSM(nn.Module):
         y = y.view(*x.shape[:-1], H)
         if self.c_norm is not None:  # each output row h over the states
             power = self._row_power(W.reshape(H, dS * c, r), bias.reshape(H, dS * c), z)
-            y = y * torch.rsqrt(power / dS + _EPS)
+            y = y * torch.rsqrt(power / dS + RMS_EPS)
         return y
 
     def _drive_materialised(self, u: torch.Tensor) -> torch.Tensor:
