@@ -262,7 +262,7 @@ def phase_make(data: Path, gb: float, seed: int) -> dict:
 
 
 def phase_prepare(data: Path) -> dict:
-    from ssmbench.data.monster_prepare import prepare_monster
+    from ssmbench.data.monster.prepare import prepare_monster
 
     raw, out = data / "raw", data / "prepared"
     _drop_cache(raw / NAME / f"{NAME}_X.npy")

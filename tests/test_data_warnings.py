@@ -11,9 +11,9 @@ import pytest
 
 from ssmbench.data import prepare_uea
 from ssmbench.data.errors import DataError
-from ssmbench.data.fading_flash import prepare_fading_flash
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea import _aeon_bundled_dir
+from ssmbench.data.synthetic.prepare import prepare_fading_flash
+from ssmbench.data.uea.fetch import _aeon_bundled_dir
 from ssmbench.train.checks import classes_without_test_rows
 
 

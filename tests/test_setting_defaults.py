@@ -33,7 +33,7 @@ PACKAGE = REPO / "src" / "ssmbench"
 OWN_TABLES = {
     ("data/physiome/settings.py", "generator"),
     ("data/physiome/settings.py", "zenodo"),
-    ("data/source_physiome.py", "zenodo"),
+    ("data/physiome/source.py", "zenodo"),
     ("plan.py", "generator"),
 }
 

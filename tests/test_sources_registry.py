@@ -57,15 +57,13 @@ def test_sources_dispatches_through_the_table():
 
 
 def test_every_source_module_is_registered():
-    """A ``source_<name>.py`` module with its ``SOURCE`` is the table's entry ``<name>``:
-    a module written but not registered (or registered under another name) fails."""
-    modules = sorted(
-        p.stem for p in DATA.glob("source_*.py") if p.stem not in ("source_type", "source_registry")
-    )
-    assert modules == sorted(f"source_{name}" for name in SOURCES)
-    for module in modules:
-        entry = importlib.import_module(f"ssmbench.data.{module}").SOURCE
-        assert SOURCES[module.removeprefix("source_")] is entry
+    """A source folder ``<name>/`` whose ``source.py`` holds its ``SOURCE`` is the table's
+    entry ``<name>``: a source written but not registered (or registered under another
+    name) fails."""
+    folders = sorted(p.parent.name for p in DATA.glob("*/source.py"))
+    assert folders == sorted(SOURCES)
+    for name in folders:
+        assert SOURCES[name] is importlib.import_module(f"ssmbench.data.{name}.source").SOURCE
 
 
 @pytest.mark.parametrize("name", list(SOURCES))

@@ -14,7 +14,7 @@ from aeon.datasets import load_basic_motions
 from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.data.errors import DataError
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea6 import (
+from ssmbench.data.uea6.prepare import (
     SEEDS,
     check_split,
     pooled_unique_rows,

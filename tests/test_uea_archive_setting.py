@@ -14,7 +14,7 @@ from conftest import REPO
 
 from ssmbench.config import ConfigError, Job, check_suite_sources, job_spec, load_params
 from ssmbench.data.errors import DataError
-from ssmbench.data.uea import archive_dirs, locate_uea
+from ssmbench.data.uea.fetch import archive_dirs, locate_uea
 from ssmbench.params_file import INPUT_PATHS, read_params
 from ssmbench.path_roots import system_root_problems, unwritable_problems
 from ssmbench.staleness import (

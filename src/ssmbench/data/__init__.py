@@ -31,9 +31,9 @@ _EXPORTS = {
     "DataError": "ssmbench.data.errors",
     "PreparedDataset": "ssmbench.data.store",
     "UEA_DATASETS": "ssmbench.data.catalog",
-    "fetch_uea": "ssmbench.data.uea",
+    "fetch_uea": "ssmbench.data.uea.fetch",
     "known_datasets": "ssmbench.data.catalog",
-    "prepare_uea": "ssmbench.data.uea_prepare",
+    "prepare_uea": "ssmbench.data.uea.prepare",
     "stratified_validation_split": "ssmbench.data.validation_split",
 }
 

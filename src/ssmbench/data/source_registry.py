@@ -6,15 +6,13 @@ lists the same names (tests/test_sources_registry.py holds them equal).
 
 from __future__ import annotations
 
-from ssmbench.data import (
-    source_monster,
-    source_physiome,
-    source_synthetic,
-    source_uea,
-    source_uea6,
-    source_uea_drop,
-)
+from ssmbench.data.monster import source as source_monster
+from ssmbench.data.physiome import source as source_physiome
 from ssmbench.data.source_type import Source
+from ssmbench.data.synthetic import source as source_synthetic
+from ssmbench.data.uea import source as source_uea
+from ssmbench.data.uea6 import source as source_uea6
+from ssmbench.data.uea_drop import source as source_uea_drop
 
 #: source name -> Source, in the order the schema's enum and error messages list them
 SOURCES: dict[str, Source] = {

@@ -106,7 +106,7 @@ def plan_datasets(params: dict, suite: str | None = None) -> list[DatasetPlan]:
 
 
 def _plan(params: dict, benchmark: str, dataset: str, settings: dict, source) -> DatasetPlan:
-    from ssmbench.data.uea import archive_root
+    from ssmbench.data.uea.fetch import archive_root
 
     if source.recipe is not None:
         return DatasetPlan(benchmark, dataset, "made", None, settings)

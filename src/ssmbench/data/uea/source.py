@@ -12,7 +12,7 @@ from ssmbench.data.source_type import Source
 
 
 def fetch(name: str, raw_dir: Path, settings: dict, force: bool) -> dict:
-    from ssmbench.data.uea import fetch_uea
+    from ssmbench.data.uea.fetch import fetch_uea
 
     return fetch_uea(
         name,
@@ -24,7 +24,7 @@ def fetch(name: str, raw_dir: Path, settings: dict, force: bool) -> dict:
 
 
 def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data.uea_prepare import prepare_uea
+    from ssmbench.data.uea.prepare import prepare_uea
 
     # every check of the preparation is on the raw files: a copy that fails to prepare
     # is a bad raw copy, rejected, so the next fetch fetches it again. max_prepared_ratio
@@ -38,20 +38,20 @@ def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
 
 
 def locate(name: str, settings: dict) -> None:
-    from ssmbench.data.uea import locate_uea
+    from ssmbench.data.uea.fetch import locate_uea
 
     locate_uea(name, settings["archive_dir"], settings["download"])
 
 
 def source_files(name: str, settings: dict) -> list[Path]:
-    from ssmbench.data.uea import archive_files
+    from ssmbench.data.uea.fetch import archive_files
 
     return archive_files(name, settings["archive_dir"])
 
 
 def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
     from ssmbench.data.provenance import read_provenance
-    from ssmbench.data.uea import origin_problem
+    from ssmbench.data.uea.fetch import origin_problem
 
     prov = read_provenance(raw_dir / name)
     return None if prov is None else origin_problem(name, prov, settings["archive_dir"])[0]
@@ -62,7 +62,7 @@ def content_values(name: str, settings: dict) -> dict:
     other folders are not where it comes from. A single folder stays as written; a list
     none of whose folders holds it (a copy fetched from one that is gone, or none: the
     pre-flight check names it) stays the list."""
-    from ssmbench.data.uea import archive_root
+    from ssmbench.data.uea.fetch import archive_root
 
     archive_dir = settings["archive_dir"]
     if not isinstance(archive_dir, list):

@@ -11,7 +11,7 @@ from ssmbench.data.source_type import Source
 
 def _known(name: str):
     """fading_flash, once `name` is known to be one of its datasets."""
-    from ssmbench.data import fading_flash
+    from ssmbench.data.synthetic import prepare as fading_flash
 
     if name not in fading_flash.NAMES:
         raise DataError(

@@ -22,7 +22,7 @@ def recipe(name: str, settings: dict) -> dict:
 
 
 def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data.uea6 import prepare_uea6_variant
+    from ssmbench.data.uea6.prepare import prepare_uea6_variant
 
     base_benchmark, base = derived_from(name, settings)
     source_dir = out_dir.parent / base_benchmark / base
@@ -37,7 +37,7 @@ def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
 
 
 def check_recipe(name: str, settings: dict) -> None:
-    from ssmbench.data.uea6 import check_split
+    from ssmbench.data.uea6.prepare import check_split
 
     try:
         check_split(**settings["split"])

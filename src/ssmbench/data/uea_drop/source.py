@@ -31,7 +31,7 @@ def recipe(name: str, settings: dict) -> dict:
 
 
 def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data.drop_rate import prepare_drop_rate_variant
+    from ssmbench.data.uea_drop.prepare import prepare_drop_rate_variant
 
     base_benchmark, base = derived_from(name, settings)
     source_dir = out_dir.parent / base_benchmark / base

@@ -12,7 +12,7 @@ from ssmbench.data.source_type import Source
 
 
 def fetch(name: str, raw_dir: Path, settings: dict, force: bool) -> dict:
-    from ssmbench.data.monster import fetch_monster
+    from ssmbench.data.monster.fetch import fetch_monster
 
     return fetch_monster(
         name,
@@ -25,7 +25,7 @@ def fetch(name: str, raw_dir: Path, settings: dict, force: bool) -> dict:
 
 
 def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data.monster_prepare import prepare_monster
+    from ssmbench.data.monster.prepare import prepare_monster
 
     # every check of the preparation is on the raw files: a copy that fails to prepare
     # is a bad raw copy, rejected, so the next fetch fetches it again
@@ -36,7 +36,7 @@ def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
 
 
 def locate(name: str, settings: dict) -> None:
-    from ssmbench.data.monster import locate_local
+    from ssmbench.data.monster.fetch import locate_local
 
     if settings["local_dir"]:
         locate_local(name, settings["local_dir"])
@@ -49,13 +49,13 @@ def locate(name: str, settings: dict) -> None:
 
 
 def source_files(name: str, settings: dict) -> list[Path]:
-    from ssmbench.data.monster import local_files
+    from ssmbench.data.monster.fetch import local_files
 
     return local_files(name, settings["local_dir"])
 
 
 def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
-    from ssmbench.data.monster import origin_problem
+    from ssmbench.data.monster.fetch import origin_problem
     from ssmbench.data.provenance import read_provenance
 
     prov = read_provenance(raw_dir / name)

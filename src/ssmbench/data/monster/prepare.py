@@ -41,7 +41,7 @@ from ssmbench.data.catalog import MONSTER_DATASETS, compare_with_catalog, domain
 from ssmbench.data.checksums import sha256_file
 from ssmbench.data.download import copy_file
 from ssmbench.data.errors import DataError
-from ssmbench.data.monster import N_FOLDS, check_name, folder_files, repo_id_of
+from ssmbench.data.monster.fetch import N_FOLDS, check_name, folder_files, repo_id_of
 from ssmbench.data.npy_chunks import read_npy_header, row_chunks, scan_and_convert, write_npy
 from ssmbench.data.prepared_files import seal_prepared
 from ssmbench.data.provenance import check_raw_files, fetch_record

@@ -50,8 +50,8 @@ from ssmbench.data.checksums import sha256_file
 from ssmbench.data.errors import DataError
 from ssmbench.data.prepared_files import seal_prepared
 from ssmbench.data.provenance import check_raw_files, fetch_record
-from ssmbench.data.ts_reader import TsFile, read_ts
-from ssmbench.data.uea import SPLITS, file_names
+from ssmbench.data.uea.fetch import SPLITS, file_names
+from ssmbench.data.uea.ts_reader import TsFile, read_ts
 from ssmbench.io import atomic_folder
 
 NORMALISATION = "per_channel_train_zscore"
