@@ -424,21 +424,21 @@ def _source_origins(text: str, settings: dict, origins: dict[str, str]) -> str:
 
 
 def validation_fallbacks(params: dict, suite: str | None = None) -> list[tuple[str, str, str, str]]:
-    """(benchmark, dataset, fallback, why) of the suite's UEA datasets whose official
-    training split is too small for a stratified validation split of ``val_fraction``
-    (from the catalog's row and class counts, before any download): their runs take
-    ``val_split_fallback``. ``ssmbench check`` lists them; a fallback of ``error`` stops the
-    workflow before any job runs."""
+    """(benchmark, dataset, fallback, why) of the suite's datasets whose official training
+    split (a catalog row's ``n_train``: UEA's) is too small for a stratified validation split
+    of ``val_fraction`` (from the catalog's row and class counts, before any download): their
+    runs take ``val_split_fallback``. ``ssmbench check`` lists them; a fallback of ``error``
+    stops the workflow before any job runs."""
     import math
 
-    from ssmbench.data.catalog import UEA_DATASETS
+    from ssmbench.data.catalog import catalog_entry
     from ssmbench.data.validation_split import stratified_split_fits
 
     found = []
     for bench, dataset in suite_datasets(params, suite):
         settings = benchmark_settings(params, bench, suite, dataset)
-        info = UEA_DATASETS.get(dataset) if settings["source"] == "uea" else None
-        n, k = (info or {}).get("n_train"), (info or {}).get("classes")
+        entry = catalog_entry(bench, dataset, settings["source"])
+        n, k = (entry.n_train, entry.n_classes) if entry is not None else (None, None)
         if not (n and k):
             continue
         if not stratified_split_fits(n, k, settings["val_fraction"]):

@@ -131,7 +131,7 @@ def row_counts(
     duplicates not removed); MONSTER its 5 given folds (a fifth tested) with
     ``val_fraction`` of the rest; Physiome-ODE 70/20/10; the synthetic sets their
     generator's sizes. Raises ConfigError where the dataset's size is not known."""
-    from ssmbench.data.catalog import UEA_DATASETS
+    from ssmbench.data.uea.catalog import UEA_DATASETS
 
     bench = params["benchmarks"][job.benchmark]
     source = bench.get("source", job.benchmark)

@@ -30,7 +30,7 @@ import importlib
 _EXPORTS = {
     "DataError": "ssmbench.data.errors",
     "PreparedDataset": "ssmbench.data.store",
-    "UEA_DATASETS": "ssmbench.data.catalog",
+    "UEA_DATASETS": "ssmbench.data.uea.catalog",
     "fetch_uea": "ssmbench.data.uea.fetch",
     "known_datasets": "ssmbench.data.catalog",
     "prepare_uea": "ssmbench.data.uea.prepare",

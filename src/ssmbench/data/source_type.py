@@ -47,6 +47,9 @@ class Source:
       ``<raw_dir>/<name>/`` no longer stands for where ``settings`` take the data from
       (another folder, a source file changed since the fetch), decided without network
       and without reading an unchanged file; None: it does, or nothing was fetched.
+    * ``catalog() -> {benchmark: {name: row}}``: what the source knows of its datasets
+      before they are fetched (its folder's ``catalog.py``; a row's keys:
+      ``ssmbench.data.catalog_entry``), gathered by ``ssmbench.data.catalog``; None: none.
     """
 
     prepare: Callable[[str, Path, Path, dict], Path]
@@ -59,6 +62,7 @@ class Source:
     derived_from: Callable[[str, dict], tuple[str, str]] | None = None
     source_files: Callable[[str, dict], list[Path]] | None = None
     raw_copy_problem: Callable[[str, Path, dict], str | None] | None = None
+    catalog: Callable[[], dict[str, dict[str, dict]]] | None = None
 
     def __post_init__(self) -> None:
         if (self.fetch is None) == (self.recipe is None):

@@ -71,6 +71,12 @@ def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
     )[0]
 
 
+def catalog() -> dict:
+    from ssmbench.data.monster.catalog import CATALOG
+
+    return CATALOG
+
+
 # revision and local_dir are where the data come from: changing one fetches and prepares
 # again (offline only forbids the network)
 SOURCE = Source(
@@ -80,4 +86,5 @@ SOURCE = Source(
     locate=locate,
     source_files=source_files,
     raw_copy_problem=raw_copy_problem,
+    catalog=catalog,
 )

@@ -35,10 +35,17 @@ def check_recipe(name: str, settings: dict) -> None:
     resolve_settings(name, settings)
 
 
+def catalog() -> dict:
+    from ssmbench.data.physiome.catalog import CATALOG
+
+    return CATALOG
+
+
 SOURCE = Source(
     prepare=prepare,
     content_keys=("mode", "generator", "zenodo"),
     fetch=fetch,
     locate=locate,
     check_recipe=check_recipe,
+    catalog=catalog,
 )

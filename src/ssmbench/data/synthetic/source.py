@@ -61,6 +61,16 @@ def check_recipe(name: str, settings: dict) -> None:
         ) from exc
 
 
+def catalog() -> dict:
+    from ssmbench.data.synthetic.catalog import CATALOG
+
+    return CATALOG
+
+
 SOURCE = Source(
-    prepare=prepare, content_keys=("generator",), recipe=recipe, check_recipe=check_recipe
+    prepare=prepare,
+    content_keys=("generator",),
+    recipe=recipe,
+    check_recipe=check_recipe,
+    catalog=catalog,
 )

@@ -71,6 +71,12 @@ def content_values(name: str, settings: dict) -> dict:
     return {} if root is None else {"archive_dir": str(root)}
 
 
+def catalog() -> dict:
+    from ssmbench.data.uea.catalog import CATALOG
+
+    return CATALOG
+
+
 # archive_dir is where the data come from: pointing it elsewhere fetches and prepares
 # again (download only says whether downloading is allowed)
 SOURCE = Source(
@@ -81,4 +87,5 @@ SOURCE = Source(
     locate=locate,
     source_files=source_files,
     raw_copy_problem=raw_copy_problem,
+    catalog=catalog,
 )

@@ -47,10 +47,17 @@ def check_recipe(name: str, settings: dict) -> None:
         ) from exc
 
 
+def catalog() -> dict:
+    from ssmbench.data.uea6.catalog import CATALOG
+
+    return CATALOG
+
+
 SOURCE = Source(
     prepare=prepare,
     content_keys=("derived_from", "split"),
     recipe=recipe,
     check_recipe=check_recipe,
     derived_from=derived_from,
+    catalog=catalog,
 )

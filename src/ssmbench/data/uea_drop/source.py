@@ -51,10 +51,17 @@ def check_recipe(name: str, settings: dict) -> None:
     derived_from(name, settings)  # the name: <Base>Drop
 
 
+def catalog() -> dict:
+    from ssmbench.data.uea_drop.catalog import CATALOG
+
+    return CATALOG
+
+
 SOURCE = Source(
     prepare=prepare,
     content_keys=("derived_from", "drop"),
     recipe=recipe,
     check_recipe=check_recipe,
     derived_from=derived_from,
+    catalog=catalog,
 )
