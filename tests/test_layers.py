@@ -23,8 +23,6 @@ LAYERS = {
     "ssmbench.run_lock": 0,
     "ssmbench.snakemake_internals": 0,
     "ssmbench.provenance_file": 0,
-    # every setting's default, read from the schema: a leaf the data sources read too
-    "ssmbench.setting_defaults": 0,
     "ssmbench.data": 1,
     "ssmbench.models": 1,
     "ssmbench.code_digest": 2,
@@ -38,6 +36,8 @@ LAYERS = {
     "ssmbench.mmac_table": 2,
     "ssmbench.precedence": 2,
     "ssmbench.reading_plan": 2,
+    # every setting's default: the schema's, and the sources' (through the source table)
+    "ssmbench.setting_defaults": 2,
     "ssmbench.resources": 2,
     "ssmbench.search_space": 2,
     "ssmbench.series_lengths": 2,

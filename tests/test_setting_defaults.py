@@ -40,7 +40,9 @@ OWN_TABLES = {
 
 def _setting_keys() -> set[str]:
     """Every setting that has a default, for some source."""
-    sources = _defs()["benchmark_values"]["properties"]["source"]["enum"]
+    from ssmbench.data.source_registry import SOURCES
+
+    sources = list(SOURCES)
     return {key for source in [None, *sources] for key in setting_defaults(source)}
 
 

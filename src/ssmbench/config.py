@@ -173,6 +173,7 @@ def name_problems(params: dict) -> list[str]:
 
 def check_params(params: dict, source: str = "params.yaml") -> None:
     """Cross-references the schema cannot express. Raises ConfigError listing every problem."""
+    from ssmbench.data.source_registry import SOURCES
     from ssmbench.models import validate_model_params
     from ssmbench.models.imported import entry_problems
     from ssmbench.path_roots import system_root_problems
@@ -263,11 +264,13 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
                     f"this suite (its benchmarks: {', '.join(suite.get('benchmarks') or {})})"
                 )
                 continue
+            # and what the benchmark's source reads, set in params.yaml or not (archive_dir)
+            source = SOURCES.get(params["benchmarks"].get(bench, {}).get("source"))
             own = (
                 PROTOCOL_KEYS
                 | BATCH_AND_EPOCH_KEYS
                 | set(params["benchmarks"].get(bench, {}))
-                | {"archive_dir", "download", "offline", "local_dir"}
+                | set(source.settings.keys if source is not None else ())
             ) - {"datasets", "dataset_overrides", "source"}
             for key in overrides or {}:
                 if key not in own:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ssmbench.data.source_settings import SourceSettings, read_source_settings
+
 
 @dataclass(frozen=True)
 class Source:
@@ -50,6 +52,8 @@ class Source:
     * ``catalog() -> {benchmark: {name: row}}``: what the source knows of its datasets
       before they are fetched (its folder's ``catalog.py``; a row's keys:
       ``ssmbench.data.catalog_entry``), gathered by ``ssmbench.data.catalog``; None: none.
+    * ``settings_schema``: its folder's ``params.schema.yaml``, the settings it reads
+      (``settings``: ``source_settings.py`` says what it declares); None: none of its own.
     """
 
     prepare: Callable[[str, Path, Path, dict], Path]
@@ -63,6 +67,15 @@ class Source:
     source_files: Callable[[str, dict], list[Path]] | None = None
     raw_copy_problem: Callable[[str, Path, dict], str | None] | None = None
     catalog: Callable[[], dict[str, dict[str, dict]]] | None = None
+    settings_schema: Path | None = None
+
+    @property
+    def settings(self) -> SourceSettings:
+        """The settings it reads: its keys' JSON Schema, those a dataset may set for
+        itself, who reads each (``settings_schema``'s, read once per process)."""
+        if self.settings_schema is None:
+            return SourceSettings()
+        return read_source_settings(self.settings_schema)
 
     def __post_init__(self) -> None:
         if (self.fetch is None) == (self.recipe is None):

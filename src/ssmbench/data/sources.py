@@ -41,7 +41,6 @@ from ssmbench.data.provenance import PROVENANCE, REJECTED, verified_provenance
 from ssmbench.data.source_registry import SOURCES
 from ssmbench.data.source_type import Source
 from ssmbench.io import atomic_write_json, remove_leftover_staging
-from ssmbench.setting_defaults import source_defaults
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +83,10 @@ def _source(settings: dict) -> str:
 
 
 def _complete(settings: dict) -> dict:
-    """A benchmark's settings over its source's defaults (the schema's,
-    ``ssmbench.setting_defaults``): a benchmark entry as written reads as a run's resolved
-    settings do, so the sources' readers hold no default of their own."""
-    return {**source_defaults(_source(settings)), **settings}
+    """A benchmark's settings over its source's defaults (its folder's, ``Source.settings``,
+    as ``ssmbench.setting_defaults`` gives a run them): a benchmark entry as written reads
+    as a run's resolved settings do, so the sources' readers hold no default of their own."""
+    return {**SOURCES[_source(settings)].settings.defaults(), **settings}
 
 
 @contextmanager

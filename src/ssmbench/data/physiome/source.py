@@ -48,4 +48,5 @@ SOURCE = Source(
     locate=locate,
     check_recipe=check_recipe,
     catalog=catalog,
+    settings_schema=Path(__file__).with_name("params.schema.yaml"),
 )

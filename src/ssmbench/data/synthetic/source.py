@@ -73,4 +73,5 @@ SOURCE = Source(
     recipe=recipe,
     check_recipe=check_recipe,
     catalog=catalog,
+    settings_schema=Path(__file__).with_name("params.schema.yaml"),
 )

@@ -88,4 +88,5 @@ SOURCE = Source(
     source_files=source_files,
     raw_copy_problem=raw_copy_problem,
     catalog=catalog,
+    settings_schema=Path(__file__).with_name("params.schema.yaml"),
 )

@@ -60,4 +60,5 @@ SOURCE = Source(
     check_recipe=check_recipe,
     derived_from=derived_from,
     catalog=catalog,
+    settings_schema=Path(__file__).with_name("params.schema.yaml"),
 )
