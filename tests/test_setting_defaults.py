@@ -34,7 +34,7 @@ OWN_TABLES = {
     ("data/physiome/settings.py", "generator"),
     ("data/physiome/settings.py", "zenodo"),
     ("data/physiome/source.py", "zenodo"),
-    ("plan.py", "generator"),
+    ("data/physiome/source.py", "generator"),
 }
 
 

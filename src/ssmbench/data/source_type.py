@@ -54,6 +54,12 @@ class Source:
       ``ssmbench.data.catalog_entry``), gathered by ``ssmbench.data.catalog``; None: none.
     * ``settings_schema``: its folder's ``params.schema.yaml``, the settings it reads
       (``settings``: ``source_settings.py`` says what it declares); None: none of its own.
+    * ``split_rows(name, settings, size, val_fraction) -> (n_train, n_val, n_test) |
+      None``: a run's row counts by the source's split rule, before any data are read,
+      from the dataset's size (``sizes.DatasetSize``: the catalog's, else the prepared
+      folder's; None: not known) and the run's ``val_fraction`` (``split_rows.py``);
+      None: the rule cannot tell, or there is none (``ssmbench.plan.row_counts`` then has
+      a fifth tested).
     """
 
     prepare: Callable[[str, Path, Path, dict], Path]
@@ -68,6 +74,7 @@ class Source:
     raw_copy_problem: Callable[[str, Path, dict], str | None] | None = None
     catalog: Callable[[], dict[str, dict[str, dict]]] | None = None
     settings_schema: Path | None = None
+    split_rows: Callable[..., tuple[int, int, int] | None] | None = None
 
     @property
     def settings(self) -> SourceSettings:

@@ -71,6 +71,16 @@ def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
     )[0]
 
 
+def split_rows(name: str, settings: dict, size, val_fraction: float):
+    """Its 5 given folds: a fifth of the rows tested, ``val_fraction`` of the rest for
+    validation."""
+    from ssmbench.data.split_rows import held_out
+
+    if size is None or size.N is None:
+        return None
+    return held_out(int(size.N), int(size.N) // 5, val_fraction)
+
+
 def catalog() -> dict:
     from ssmbench.data.monster.catalog import CATALOG
 
@@ -88,4 +98,5 @@ SOURCE = Source(
     raw_copy_problem=raw_copy_problem,
     catalog=catalog,
     settings_schema=Path(__file__).with_name("params.schema.yaml"),
+    split_rows=split_rows,
 )

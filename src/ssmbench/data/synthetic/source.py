@@ -61,6 +61,18 @@ def check_recipe(name: str, settings: dict) -> None:
         ) from exc
 
 
+def split_rows(name: str, settings: dict, size, val_fraction: float):
+    """The generator's sizes: ``n_train`` rows (``val_fraction`` of them for validation)
+    and ``n_test_per_dt`` per test step size; None where the settings give no n_train."""
+    from ssmbench.data.split_rows import official_split
+
+    gen = settings["generator"]
+    if not gen.get("n_train"):
+        return None
+    n_test = int(gen.get("n_test_per_dt", 0)) * len(gen.get("test_dts") or [1])
+    return official_split(int(gen["n_train"]), n_test, val_fraction)
+
+
 def catalog() -> dict:
     from ssmbench.data.synthetic.catalog import CATALOG
 
@@ -74,4 +86,5 @@ SOURCE = Source(
     check_recipe=check_recipe,
     catalog=catalog,
     settings_schema=Path(__file__).with_name("params.schema.yaml"),
+    split_rows=split_rows,
 )

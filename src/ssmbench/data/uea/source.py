@@ -71,6 +71,19 @@ def content_values(name: str, settings: dict) -> dict:
     return {} if root is None else {"archive_dir": str(root)}
 
 
+def split_rows(name: str, settings: dict, size, val_fraction: float):
+    """The archive's TRAIN/TEST (the catalog's row, else the prepared folder's), with
+    ``val_fraction`` of TRAIN for validation."""
+    from ssmbench.data.split_rows import official_split
+    from ssmbench.data.uea.catalog import UEA_DATASETS
+
+    row = UEA_DATASETS.get(name) or {}
+    n_train, n_test = row.get("n_train"), row.get("n_test")
+    if not (n_train and n_test) and size is not None:  # a prepared set's own split
+        n_train, n_test = size.n_train, size.n_test
+    return official_split(n_train, n_test, val_fraction) if n_train and n_test else None
+
+
 def catalog() -> dict:
     from ssmbench.data.uea.catalog import CATALOG
 
@@ -89,4 +102,5 @@ SOURCE = Source(
     raw_copy_problem=raw_copy_problem,
     catalog=catalog,
     settings_schema=Path(__file__).with_name("params.schema.yaml"),
+    split_rows=split_rows,
 )

@@ -47,6 +47,17 @@ def check_recipe(name: str, settings: dict) -> None:
         ) from exc
 
 
+def split_rows(name: str, settings: dict, size, val_fraction: float):
+    """The ``split.fractions`` of the pooled rows (duplicates not removed): a permutation
+    cut at int(f_train N), int((f_train + f_val) N)."""
+    fractions = settings["split"].get("fractions")
+    if not fractions or size is None or size.N is None:
+        return None
+    N = int(size.N)
+    a, b = int(fractions[0] * N), int((fractions[0] + fractions[1]) * N)
+    return a, b - a, N - b
+
+
 def catalog() -> dict:
     from ssmbench.data.uea6.catalog import CATALOG
 
@@ -61,4 +72,5 @@ SOURCE = Source(
     derived_from=derived_from,
     catalog=catalog,
     settings_schema=Path(__file__).with_name("params.schema.yaml"),
+    split_rows=split_rows,
 )

@@ -51,6 +51,17 @@ def check_recipe(name: str, settings: dict) -> None:
     derived_from(name, settings)  # the name: <Base>Drop
 
 
+def split_rows(name: str, settings: dict, size, val_fraction: float):
+    """Its base's TRAIN/TEST (the UEA catalog's row), with ``val_fraction`` of TRAIN for
+    validation."""
+    from ssmbench.data.split_rows import official_split
+    from ssmbench.data.uea.catalog import UEA_DATASETS
+
+    row = UEA_DATASETS.get(name) or UEA_DATASETS.get(name.removesuffix(DROP_SUFFIX)) or {}
+    n_train, n_test = row.get("n_train"), row.get("n_test")
+    return official_split(n_train, n_test, val_fraction) if n_train and n_test else None
+
+
 def catalog() -> dict:
     from ssmbench.data.uea_drop.catalog import CATALOG
 
@@ -65,4 +76,5 @@ SOURCE = Source(
     derived_from=derived_from,
     catalog=catalog,
     settings_schema=Path(__file__).with_name("params.schema.yaml"),
+    split_rows=split_rows,
 )
