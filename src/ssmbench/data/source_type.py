@@ -60,6 +60,10 @@ class Source:
       folder's; None: not known) and the run's ``val_fraction`` (``split_rows.py``);
       None: the rule cannot tell, or there is none (``ssmbench.plan.row_counts`` then has
       a fifth tested).
+    * ``archive_folder(name, settings) -> Path | None``: the folder of the user's local
+      archive the dataset is fetched from, ``<root>/<name>/``, where its fetch reads that
+      folder as well when it holds the fetched files ``.xz``-compressed with a
+      ``SHA256SUMS`` (``ssmbench offline pack`` carries it so); None: no such folder.
     """
 
     prepare: Callable[[str, Path, Path, dict], Path]
@@ -75,6 +79,7 @@ class Source:
     catalog: Callable[[], dict[str, dict[str, dict]]] | None = None
     settings_schema: Path | None = None
     split_rows: Callable[..., tuple[int, int, int] | None] | None = None
+    archive_folder: Callable[[str, dict], Path | None] | None = None
 
     @property
     def settings(self) -> SourceSettings:

@@ -84,6 +84,15 @@ def split_rows(name: str, settings: dict, size, val_fraction: float):
     return official_split(n_train, n_test, val_fraction) if n_train and n_test else None
 
 
+def archive_folder(name: str, settings: dict) -> Path | None:
+    """``<archive_dir>/<name>/`` of the ``archive_dir`` folder ``name`` is read from; its
+    fetch reads ``.ts.xz`` files and a ``SHA256SUMS`` there."""
+    from ssmbench.data.uea.fetch import archive_root
+
+    root = archive_root(name, settings["archive_dir"])
+    return None if root is None else root / name
+
+
 def catalog() -> dict:
     from ssmbench.data.uea.catalog import CATALOG
 
@@ -103,4 +112,5 @@ SOURCE = Source(
     catalog=catalog,
     settings_schema=Path(__file__).with_name("params.schema.yaml"),
     split_rows=split_rows,
+    archive_folder=archive_folder,
 )
