@@ -336,6 +336,18 @@ def test_its_readers_are_rows_of_the_readers_table():
     assert "benchmarks.*.archive_dir" not in CONFIG_READERS  # settings["archive_dir"]
 
 
+def test_where_a_source_reads_its_files_holds_no_record():
+    """The settings that say where a dataset's files are read from, not what they are, are
+    each source's (its ``location_keys``): a record is not held to them."""
+    from ssmbench.staleness import location_keys, tracked_settings
+
+    assert SOURCES["uea"].settings.location_keys == ("archive_dir",)
+    assert SOURCES["monster"].settings.location_keys == ("local_dir",)
+    assert location_keys() == ("archive_dir", "local_dir")  # in the table's order
+    spec = {"settings": {"archive_dir": "/a", "local_dir": "/b", "revision": "main"}}
+    assert tracked_settings(spec)["settings"] == {"revision": "main"}
+
+
 def test_a_key_two_sources_declare_otherwise_is_refused(tmp_path):
     from ssmbench.params_file import with_sources
 
@@ -355,6 +367,7 @@ def test_a_key_two_sources_declare_otherwise_is_refused(tmp_path):
         ("keys: {rows: {type: integer}}\nreaders: {rows: [m]}\nextra: 1\n", "expected a mapping"),
         ("keys: {rows: integer}\n", "its JSON Schema"),
         ("keys: {rows: {}}\ndataset_keys: [cols]\nreaders: {rows: [m]}\n", "['cols'] not among"),
+        ("keys: {rows: {}}\nlocation_keys: [x]\nreaders: {rows: [m]}\n", "location_keys: ['x']"),
         ("keys: {rows: {}}\nreaders: {cols: [m]}\n", "'cols' is below none of its keys"),
         ("keys: {rows: {}}\nreaders: {rows: []}\n", "expected a list of readers"),
     ],

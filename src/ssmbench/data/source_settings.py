@@ -1,7 +1,7 @@
 """A source's settings: the keys of params.yaml ``benchmarks.<b>`` that a benchmark of that
 source reads, declared in the source's folder (``<source>/params.schema.yaml``, its
 `Source`'s ``settings_schema``), so that a source's settings come with its folder. The file
-is a mapping of three keys:
+is a mapping of these keys:
 
 * ``keys``: key -> its JSON Schema, with its ``default`` where it has one. ``ssmbench.
   params_file`` merges every source's into the params schema's ``benchmark_values``
@@ -12,6 +12,9 @@ is a mapping of three keys:
   the keys for a benchmark of the source (``benchmark_overrides``).
 * ``dataset_keys``: those of its keys a dataset may set for itself
   (``benchmarks.<b>.dataset_overrides.<dataset>``), over the benchmark's value.
+* ``location_keys``: those of its keys that say where the dataset's files are read from
+  (a local copy's folder), not what they are: a record is not held to them
+  (``ssmbench.staleness.location_keys``), its data's digests are.
 * ``readers``: the code that reads a key the code does not read as a run's
   ``settings["<key>"]`` (a nested key, a dotted path below ``benchmarks.<b>``:
   ``drop.seed``; or one a source takes without naming it), a reader being
@@ -27,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 #: a settings file's keys
-FILE_KEYS = ("keys", "dataset_keys", "readers")
+FILE_KEYS = ("keys", "dataset_keys", "location_keys", "readers")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class SourceSettings:
 
     keys: dict[str, dict] = field(default_factory=dict)
     dataset_keys: tuple[str, ...] = ()
+    location_keys: tuple[str, ...] = ()
     readers: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def defaults(self) -> dict:
@@ -63,8 +67,10 @@ def read_source_settings(path: Path) -> SourceSettings:
     if not isinstance(keys, dict) or not all(isinstance(v, dict) for v in keys.values()):
         raise bad("keys: expected a mapping of setting -> its JSON Schema (a mapping)")
     per_dataset = tuple(text.get("dataset_keys") or ())
-    if set(per_dataset) - set(keys):
-        raise bad(f"dataset_keys: {sorted(set(per_dataset) - set(keys))} not among its keys")
+    locations = tuple(text.get("location_keys") or ())
+    for field_name, listed in (("dataset_keys", per_dataset), ("location_keys", locations)):
+        if set(listed) - set(keys):
+            raise bad(f"{field_name}: {sorted(set(listed) - set(keys))} not among its keys")
     readers = {
         str(key): tuple(found) if isinstance(found, list) else found
         for key, found in (text.get("readers") or {}).items()
@@ -74,4 +80,6 @@ def read_source_settings(path: Path) -> SourceSettings:
             raise bad(f"readers: {key!r} is below none of its keys")
         if not isinstance(found, tuple) or not found or not all(isinstance(r, str) for r in found):
             raise bad(f"readers: {key}: expected a list of readers (module or module:function)")
-    return SourceSettings(keys=keys, dataset_keys=per_dataset, readers=readers)
+    return SourceSettings(
+        keys=keys, dataset_keys=per_dataset, location_keys=locations, readers=readers
+    )
