@@ -1,4 +1,4 @@
-"""ssmbench.data.fading_flash and ssmbench.data.drop_rate: the TIDES Fading Flash task and
+"""ssmbench.data.synthetic and ssmbench.data.uea_drop: the TIDES Fading Flash task and
 the drop-rate variant.
 
 The drop-rate variant is built from BasicMotions, prepared from aeon's bundled copy

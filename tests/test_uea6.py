@@ -1,4 +1,4 @@
-"""UEA-6 under the Log-NCDE protocol (data/uea6.py): pooled rows without exact
+"""UEA-6 under the Log-NCDE protocol (data/uea6/): pooled rows without exact
 duplicates, the archive's values, one 70/15/15 split per seed with its own validation
 rows, and the settings refused before any job runs."""
 

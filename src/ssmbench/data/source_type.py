@@ -1,9 +1,14 @@
 """The `Source` type: what one data source (params.yaml ``benchmarks.<b>.source``) does.
 
-Each source is one `Source` object in a module of its own (``source_uea.py``,
-``source_uea6.py``, ...), registered by one line in ``SOURCES``
+Each source is one `Source` object in a folder of its own, ``data/<name>/source.py``
+(``uea/source.py``, ``uea6/source.py``, ...), registered in ``SOURCES``
 (``source_registry.py``); the steps of ``sources.py`` (fetch, prepare, the pre-flight
-check, the content settings, the base of a derived dataset) dispatch through that table.
+check, the content settings, the base of a derived dataset) dispatch through that table,
+and the catalog, the params schema and ``ssmbench.plan`` ask it what they need to know of a
+source (its rows, its settings, its split rule). Every folder holds the same roles under
+the same names: ``source.py`` (its ``SOURCE``), ``fetch.py`` (raw files, where it has
+any), ``prepare.py`` (the prepared folder), ``catalog.py`` (its rows) and
+``params.schema.yaml`` (its settings).
 """
 
 from __future__ import annotations

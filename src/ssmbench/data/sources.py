@@ -1,23 +1,20 @@
 """One entry point per step for every data source: fetch, prepare, and the pre-flight
 check that a dataset can be had. The CLI and the workflow call these; each step
 dispatches through the source table, ``SOURCES`` (``source_registry.py``: params.yaml
-`benchmarks.<b>.source` -> a `Source`, ``source_type.py``), to the source's module:
+`benchmarks.<b>.source` -> a `Source`, ``source_type.py``), to the source's folder
+(``data/<name>/``):
 
-* ``uea``       UEA archive (``source_uea.py``, ``uea.py``): local archive folder, aeon's
-                bundled sets, download.
-* ``monster``   MONSTER on the Hugging Face Hub (``source_monster.py``, ``monster.py``).
-* ``physiome``  Physiome-ODE (``source_physiome.py``, ``physiome/``): generated from myokit
-                models, or the official Zenodo archive.
-* ``synthetic`` the TIDES Fading Flash task (``source_synthetic.py``, ``fading_flash.py``),
-                generated.
+* ``uea``       UEA archive (``uea/``): local archive folder, aeon's bundled sets, download.
+* ``monster``   MONSTER on the Hugging Face Hub (``monster/``).
+* ``physiome``  Physiome-ODE (``physiome/``): generated from myokit models, or the official
+                Zenodo archive.
+* ``synthetic`` the TIDES Fading Flash task (``synthetic/``), generated.
 * ``uea_drop``  a dataset of another benchmark with time steps dropped at random
-                (``source_uea_drop.py``, ``drop_rate.py``): ``<Base>Drop`` is derived from
-                the prepared ``<Base>`` of the benchmark named by ``derived_from``
-                (EigenWormsDrop <- uea/EigenWorms).
-* ``uea6``      a UEA dataset under the Log-NCDE protocol (``source_uea6.py``, ``uea6.py``):
-                pooled, without duplicates, one 70/15/15 split per seed; derived from the
-                prepared dataset of the same name of the benchmark named by
-                ``derived_from`` (uea).
+                (``uea_drop/``): ``<Base>Drop`` is derived from the prepared ``<Base>`` of
+                the benchmark named by ``derived_from`` (EigenWormsDrop <- uea/EigenWorms).
+* ``uea6``      a UEA dataset under the Log-NCDE protocol (``uea6/``): pooled, without
+                duplicates, one 70/15/15 split per seed; derived from the prepared dataset
+                of the same name of the benchmark named by ``derived_from`` (uea).
 
 A generated or derived source has no raw files: its fetch records its recipe (what it
 will be made from) in ``provenance.json``, so every dataset has the same fetch -> prepare

@@ -1,4 +1,4 @@
-"""MONSTER's raw files (``ssmbench.data.monster``) made into the prepared format of
+"""MONSTER's raw files (``ssmbench.data.monster.fetch``) made into the prepared format of
 ``docs/contracts.md``: ``prepare_monster`` writes ``X.npy``, ``y.npy``, the five
 ``test_indices_fold_{k}.txt`` and ``meta.json``, without ever loading ``X`` into memory.
 

@@ -1,6 +1,6 @@
 """The ``monster`` source: MONSTER from the Hugging Face Hub at a ``revision``, or a local
-copy (``local_dir``); ``offline`` forbids the Hub. ``monster.py`` fetches,
-``monster_prepare.py`` prepares."""
+copy (``local_dir``); ``offline`` forbids the Hub. ``fetch.py`` fetches, ``prepare.py``
+prepares."""
 
 from __future__ import annotations
 

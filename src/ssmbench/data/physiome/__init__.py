@@ -67,6 +67,9 @@ The package, one thing per module:
   folder (``prepare_from_folds``; the archive: ``prepare_official``).
 * ``fetch.py``: ``fetch_physiome`` (either mode) and the pre-flight ``locate_physiome``.
 * ``prepare.py``: ``prepare_physiome``, the prepared folder and its ``meta.json``.
+* ``source.py``: the ``physiome`` source (its `Source`, ``ssmbench.data.source_registry``);
+  ``catalog.py``: its catalog rows (the ``physiome`` and ``physiome_ode`` benchmarks);
+  ``params.schema.yaml``: the settings it reads.
 
 The download machinery (resume, checksum, safe extraction, stage-then-replace) is shared
 with the other sources: ``ssmbench.data.download``.

@@ -1,4 +1,4 @@
-"""The ``synthetic`` source: the TIDES Fading Flash task (``fading_flash.py``), generated
+"""The ``synthetic`` source: the TIDES Fading Flash task (``prepare.py``), generated
 from its ``generator`` settings."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The UEA archive's raw ``.ts`` files (``ssmbench.data.uea``) made into the prepared
+"""The UEA archive's raw ``.ts`` files (``ssmbench.data.uea.fetch``) made into the prepared
 format of ``docs/contracts.md``: ``prepare_uea`` writes ``X.npy``, ``y.npy``,
 ``test_indices_fold_0.txt`` and ``meta.json``.
 

@@ -1,6 +1,6 @@
 """The ``uea`` source: the UEA archive from a local archive folder (``archive_dir``: one
 folder, or a list searched in order), aeon's bundled sets, or a download (``download``).
-``uea.py`` fetches, ``uea_prepare.py`` prepares."""
+``fetch.py`` fetches, ``prepare.py`` prepares."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def raw_copy_problem(name: str, raw_dir: Path, settings: dict) -> str | None:
 
 
 def content_values(name: str, settings: dict) -> dict:
-    """``archive_dir`` as the folder ``name`` is read from (``uea.archive_root``): a list's
+    """``archive_dir`` as the folder ``name`` is read from (``fetch.archive_root``): a list's
     other folders are not where it comes from. A single folder stays as written; a list
     none of whose folders holds it (a copy fetched from one that is gone, or none: the
     pre-flight check names it) stays the list."""

@@ -28,7 +28,7 @@ UEA6_DATASETS: dict[str, dict] = {
         source=f"derived from uea/{name}",
         ref="Log-NCDE benchmark (Walker et al. 2024), as the TIDES paper's UEA table",
         notes="TRAIN and TEST pooled, exact duplicates removed, one 70/15/15 split per "
-        "Log-NCDE seed (ssmbench.data.uea6).",
+        "Log-NCDE seed (ssmbench.data.uea6.prepare).",
     )
     for name, n in _UEA6_ROWS.items()
 }

@@ -1,4 +1,4 @@
-"""The ``uea6`` source: a UEA dataset under the Log-NCDE protocol (``uea6.py``): pooled,
+"""The ``uea6`` source: a UEA dataset under the Log-NCDE protocol (``prepare.py``): pooled,
 without duplicates, one 70/15/15 split per seed (its ``split`` settings); derived from
 the prepared dataset of the same name of the benchmark named by ``derived_from`` (uea)."""
 

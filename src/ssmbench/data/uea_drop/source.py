@@ -1,5 +1,5 @@
 """The ``uea_drop`` source: a dataset of another benchmark with time steps dropped at
-random (``drop_rate.py``): ``<Base>Drop`` is derived from the prepared ``<Base>`` of the
+random (``prepare.py``): ``<Base>Drop`` is derived from the prepared ``<Base>`` of the
 benchmark named by ``derived_from`` (EigenWormsDrop <- uea/EigenWorms), by its ``drop``
 settings."""
 
