@@ -8,7 +8,7 @@ What it does (each heavy part in its own subprocess, so that each peak RSS is it
    classes; each class shifts the channel means a little, so the loss can fall) and five
    ``test_indices_fold_k.txt`` (a seeded random partition of the rows). N follows from
    ``--gb`` (GiB of X).
-2. ``prepare``: ``ssmbench.data.monster_prepare.prepare_monster`` on that raw folder (the real code
+2. ``prepare``: ``ssmbench.data.monster.prepare.prepare_monster`` on that raw folder (the real code
    path: one sequential pass over X that hashes and scans it, X hard-linked, labels and
    folds checked). ``fetch_monster`` is not run: it would only hard-link and hash the files
    once more, and ``prepare_monster`` does not need its ``provenance.json``.
@@ -262,7 +262,7 @@ def phase_make(data: Path, gb: float, seed: int) -> dict:
 
 
 def phase_prepare(data: Path) -> dict:
-    from ssmbench.data.monster_prepare import prepare_monster
+    from ssmbench.data.monster.prepare import prepare_monster
 
     raw, out = data / "raw", data / "prepared"
     _drop_cache(raw / NAME / f"{NAME}_X.npy")

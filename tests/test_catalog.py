@@ -10,17 +10,16 @@ from collections import Counter
 import pytest
 
 from ssmbench.cli import main
-from ssmbench.data.catalog import (
-    MONSTER_DATASETS,
-    UEA_DATASETS,
-    CatalogEntry,
-    catalog,
-    domain_of,
-    known_datasets,
-)
+from ssmbench.data.catalog import CatalogEntry, catalog, catalog_entry, domain_of, known_datasets
 from ssmbench.data.errors import DataError
+from ssmbench.data.monster.catalog import MONSTER_DATASETS
+from ssmbench.data.source_registry import SOURCES
+from ssmbench.data.uea.catalog import UEA_DATASETS
 from ssmbench.report.reference import load_published_errors
 
+#: the datasets of both studies per benchmark: 126 in all
+STUDIES = {"uea": 30, "monster": 29, "physiome": 6, "physiome_ode": 50, "synthetic": 2,
+           "uea_drop": 2, "uea6": 7}  # fmt: skip
 MONSTER_DOMAINS = {"Audio": 7, "Satellite": 7, "HAR": 7, "EEG": 4, "Counts": 2, "Other": 2}
 
 
@@ -106,7 +105,10 @@ def test_tides_entries():
 
 def test_entries_are_frozen_and_unique():
     entries = catalog()
-    assert len(entries) == 30 + 29 + 6 + 2 + 2 + 7 + 50
+    # both studies' datasets, whatever other source is registered besides
+    assert {b: n for b, n in Counter(e.benchmark for e in entries).items() if b in STUDIES} == (
+        STUDIES
+    )
     assert all(isinstance(e, CatalogEntry) for e in entries)
     assert len({(e.benchmark, e.name) for e in entries}) == len(entries)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -131,12 +133,43 @@ def test_bad_filters():
         known_datasets("nope")
 
 
+def test_a_row_is_found_under_its_benchmark_else_its_source():
+    """A benchmark of its own name (``uea10``, source ``uea``) has its source's rows; a UEA
+    row gives its official split, N being its sum."""
+    basic = catalog_entry("uea10", "BasicMotions", "uea")
+    assert basic is not None and basic.benchmark == "uea"
+    assert (basic.n_train, basic.n_test, basic.N) == (40, 40, 80)
+    assert catalog_entry("uea6", "BasicMotions", "uea6").N == 80  # uea6's own row first
+    assert catalog_entry("uea6", "BasicMotions", "uea6").n_train is None
+    assert catalog_entry("uea10", "NoSuchSet", "uea") is None
+    assert catalog_entry("nope", "BasicMotions") is None
+
+
+def test_a_registered_source_s_rows_are_in_the_catalog(monkeypatch):
+    """The catalog gathers the rows through the source table: a source registered there
+    (one line) has its rows listed, counted and given a domain, nothing else touched."""
+    rows = {"Tiny": {"domain": "Toy", "N": 6, "C": 2, "L": 3, "classes": 2, "aliases": ("Wee",)}}
+    toy = dataclasses.replace(SOURCES["synthetic"], catalog=lambda: {"toy": rows})
+    monkeypatch.setitem(SOURCES, "toy", toy)
+    (tiny,) = catalog(benchmark="toy")
+    assert (tiny.name, tiny.task, tiny.N, tiny.n_classes) == ("Tiny", "classification", 6, 2)
+    assert known_datasets("toy") == ["Tiny"] and domain_of("toy", "Wee") == "Toy"
+    assert [e.name for e in catalog(domain="Toy")] == ["Tiny"]
+    clash = dataclasses.replace(toy, catalog=lambda: {"uea": rows})
+    monkeypatch.setitem(SOURCES, "toy", clash)
+    with pytest.raises(DataError, match="catalog benchmark 'uea' is also another source's"):
+        catalog()
+
+
 def test_cli_datasets_table(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no params.yaml here: the command must not need one
     assert main(["datasets"]) == 0
     out = capsys.readouterr().out
-    assert "uea: 30, monster: 29, physiome: 6, synthetic: 2, uea_drop: 2, uea6: 7, " in out
-    assert "physiome_ode: 50 (126 datasets)" in out
+    # in the source table's order; physiome's two benchmarks side by side
+    assert (
+        "uea: 30, monster: 29, physiome: 6, physiome_ode: 50, synthetic: 2, uea_drop: 2, uea6: 7"
+    ) in out
+    assert f"({len(catalog())} datasets)" in out
     for column in ("name", "benchmark", "domain", "task", "N", "C", "L", "classes", "source"):
         assert column in out.splitlines()[0]
     assert "S2Agri-17" in out and "FadingFlash" in out
@@ -152,7 +185,7 @@ def test_cli_datasets_csv(capsys, tmp_path, monkeypatch):
     assert main(["--params", "missing.yaml", "datasets", "--format", "csv"]) == 0
     captured = capsys.readouterr()
     rows = list(csv.DictReader(io.StringIO(captured.out)))
-    assert len(rows) == 126
+    assert len(rows) == len(catalog()) >= sum(STUDIES.values())
     assert Counter(r["benchmark"] for r in rows)["monster"] == 29
     lakeice = next(r for r in rows if r["name"] == "LakeIce")
     assert (lakeice["N"], lakeice["C"], lakeice["L"], lakeice["classes"]) == (

@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 
 import pytest
-import yaml
 from conftest import REPO
 
 from ssmbench.config import (
@@ -244,9 +243,9 @@ def test_every_key_the_schema_allows_has_a_reader_that_reads_it():
     from fnmatch import fnmatchcase
 
     from ssmbench.config_readers import CONFIG_READERS
-    from ssmbench.params_file import SCHEMA_PATH
+    from ssmbench.params_file import params_schema
 
-    leaves, _ = _schema_keys(yaml.safe_load(SCHEMA_PATH.read_text()))
+    leaves, _ = _schema_keys(params_schema())
     patterns = dict(CONFIG_READERS)
     settings_read = _settings_read(_code_reads())
     assert "protocol.lr_schedule" in settings_read  # the scan finds the readers
@@ -356,9 +355,9 @@ def test_every_key_the_code_reads_is_allowed_by_the_schema():
     """Code -> schema: each literal read of params.yaml (`_code_reads`) names a key the
     schema allows; `report.figure8_datasets` was one such key the schema rejected. The
     scan is honest in both directions: a read of a key the schema lacks (below) fails."""
-    from ssmbench.params_file import SCHEMA_PATH
+    from ssmbench.params_file import params_schema
 
-    leaves, open_nodes = _schema_keys(yaml.safe_load(SCHEMA_PATH.read_text()))
+    leaves, open_nodes = _schema_keys(params_schema())
     nodes = _prefixes(leaves)
     reads = _code_reads()
     assert len(reads) > 50  # the scan finds the reads (cli, config, data, train, rules...)

@@ -27,7 +27,7 @@ from ssmbench.data import (
     prepare_uea,
     stratified_validation_split,
 )
-from ssmbench.data.ts_reader import read_ts
+from ssmbench.data.uea.ts_reader import read_ts
 
 CONTRACT_META_KEYS = {
     "name",

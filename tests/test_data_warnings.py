@@ -11,9 +11,9 @@ import pytest
 
 from ssmbench.data import prepare_uea
 from ssmbench.data.errors import DataError
-from ssmbench.data.fading_flash import prepare_fading_flash
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea import _aeon_bundled_dir
+from ssmbench.data.synthetic.prepare import prepare_fading_flash
+from ssmbench.data.uea.fetch import _aeon_bundled_dir
 from ssmbench.train.checks import classes_without_test_rows
 
 
@@ -23,7 +23,7 @@ def test_a_class_missing_from_the_test_file_is_said(tmp_path):
     test = raw / "BasicMotions_TEST.ts"
     lines = test.read_text().splitlines(keepends=True)
     kept = [line for line in lines if not line.rstrip().endswith(":Running")]
-    at = kept.index("@data\n")  # a deliberate subset declares itself (ssmbench.data.catalog)
+    at = kept.index("@data\n")  # a deliberate subset declares itself (ssmbench.data.catalog_entry)
     test.write_text("".join([*kept[:at], "@subset the Running rows left out\n", *kept[at:]]))
     out = prepare_uea("BasicMotions", raw.parent, tmp_path / "prepared" / "uea")
     dataset = PreparedDataset(out)

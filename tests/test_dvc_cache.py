@@ -68,7 +68,7 @@ def test_the_data_are_hashed_not_cached():
 
 def test_staging_files_are_ignored_by_dvc(tmp_path):
     from ssmbench.data.download import staged_path
-    from ssmbench.data.monster import STAGING
+    from ssmbench.data.monster.fetch import STAGING
 
     raw = "data/raw/uea/BasicMotions"
     names = [

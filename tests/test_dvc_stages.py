@@ -42,3 +42,25 @@ def test_dvc_tracks_every_file_the_reader_reads():
         assert whole == dict.fromkeys(_studies()), name  # whole files, no key lists
         assert not {"models", "suites"} & keys, name  # params.yaml holds none
     assert all(isinstance(p, str) for p in STAGES["published"]["params"])
+
+
+def test_the_report_stages_track_every_source_s_catalog_rows():
+    """The report groups datasets by the catalog's domains, whose rows live in each
+    source's folder: both report stages depend on the catalog and on every registered
+    source's rows, so a domain changed in one reruns them."""
+    import inspect
+    from pathlib import Path
+
+    from ssmbench.data.source_registry import SOURCES
+
+    rows = {
+        Path(inspect.getfile(source.catalog)).with_name("catalog.py")
+        for source in SOURCES.values()
+        if source.catalog is not None
+    }
+    wanted = {"src/ssmbench/data/catalog.py", "src/ssmbench/data/catalog_entry.py"}
+    wanted |= {path.relative_to(REPO).as_posix() for path in rows}
+    assert len(wanted) == 2 + len(SOURCES)
+    for name in ("report", "published"):
+        missing = wanted - set(STAGES[name]["deps"])
+        assert not missing, f"{name}: add to its deps in dvc.yaml: {sorted(missing)}"

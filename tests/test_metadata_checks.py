@@ -21,12 +21,14 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from ssmbench.data import catalog, fetch_uea, prepare_uea, uea_prepare
-from ssmbench.data.drop_rate import prepare_drop_rate_variant
+from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.data.errors import DataError
-from ssmbench.data.monster import fetch_monster
-from ssmbench.data.monster_prepare import prepare_monster
+from ssmbench.data.monster.fetch import fetch_monster
+from ssmbench.data.monster.prepare import prepare_monster
 from ssmbench.data.store import PreparedDataset
+from ssmbench.data.uea import catalog
+from ssmbench.data.uea import prepare as uea_prepare
+from ssmbench.data.uea_drop.prepare import prepare_drop_rate_variant
 from ssmbench.train.fold_split import split_fold
 
 NAME = "BasicMotions"

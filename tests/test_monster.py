@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from ssmbench.data.errors import DataError
-from ssmbench.data.monster import PROVENANCE, STAGING, fetch_monster, monster_files
-from ssmbench.data.monster_prepare import prepare_monster
+from ssmbench.data.monster.fetch import PROVENANCE, STAGING, fetch_monster, monster_files
+from ssmbench.data.monster.prepare import prepare_monster
 from ssmbench.data.store import PreparedDataset
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -456,7 +456,7 @@ def test_prepare_does_not_load_x_into_memory(tmp_path):
         )
     script = textwrap.dedent(
         f"""
-        from ssmbench.data.monster_prepare import prepare_monster
+        from ssmbench.data.monster.prepare import prepare_monster
 
         def kib(key):  # this process's VmRSS (now) / VmHWM (peak), from /proc
             for line in open("/proc/self/status"):

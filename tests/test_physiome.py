@@ -73,7 +73,7 @@ def prepared(root) -> dict[str, Path]:
 
 # --------------------------------------------------------------------------- format
 def test_catalog_names_are_ours():
-    from ssmbench.data.catalog import PHYSIOME_DATASETS
+    from ssmbench.data.physiome.catalog import PHYSIOME_DATASETS
 
     assert list(PHYSIOME_MODELS) == list(PHYSIOME_DATASETS)
     assert set(PHYSIOME_MODELS) == set(STATES)

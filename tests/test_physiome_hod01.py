@@ -23,7 +23,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ssmbench.data.catalog import PHYSIOME_DATASETS
 from ssmbench.data.checksums import sha256_file
 from ssmbench.data.errors import DataError
 from ssmbench.data.physiome import (
@@ -36,6 +35,7 @@ from ssmbench.data.physiome import (
     prepare_physiome,
     resolve_settings,
 )
+from ssmbench.data.physiome.catalog import PHYSIOME_DATASETS
 from ssmbench.data.physiome.myokit_models import import_myokit, package_file, perturbable_constants
 from ssmbench.data.physiome.zenodo import zenodo_dataset
 from ssmbench.data.provenance import PROVENANCE

@@ -101,6 +101,32 @@ def test_row_counts_follow_each_benchmarks_split(benchmark, dataset, expected):
     assert row_counts(params, job, run_settings(params, job, "default")) == expected
 
 
+def test_row_counts_ask_the_benchmark_s_source(monkeypatch):
+    """The split rule is the source's (``Source.split_rows``); where it cannot tell, or
+    there is none, a fifth of the rows is tested."""
+    import dataclasses
+
+    from ssmbench.data.source_registry import SOURCES
+
+    params = load_params(REPO / "params.yaml")
+    job = Job("physiome", "HodgkinHuxley1952", "MS4N", 0)
+    settings = run_settings(params, job, "default")
+    asked = []
+
+    def rule(name, settings, size, val_fraction):
+        asked.append((name, size.N, val_fraction))
+        return (7, 2, 1)
+
+    physiome = SOURCES["physiome"]
+    monkeypatch.setitem(SOURCES, "physiome", dataclasses.replace(physiome, split_rows=rule))
+    assert row_counts(params, job, settings) == (7, 2, 1)
+    assert asked == [("HodgkinHuxley1952", 2000, settings["val_fraction"])]
+    for none in (lambda *a: None, None):
+        monkeypatch.setitem(SOURCES, "physiome", dataclasses.replace(physiome, split_rows=none))
+        n_val = round(settings["val_fraction"] * 1600)
+        assert row_counts(params, job, settings) == (1600 - n_val, n_val, 400)
+
+
 # ------------------------------------------------------------------ the bill
 
 

@@ -33,14 +33,16 @@ PACKAGE = REPO / "src" / "ssmbench"
 OWN_TABLES = {
     ("data/physiome/settings.py", "generator"),
     ("data/physiome/settings.py", "zenodo"),
-    ("data/source_physiome.py", "zenodo"),
-    ("plan.py", "generator"),
+    ("data/physiome/source.py", "zenodo"),
+    ("data/physiome/source.py", "generator"),
 }
 
 
 def _setting_keys() -> set[str]:
     """Every setting that has a default, for some source."""
-    sources = _defs()["benchmark_values"]["properties"]["source"]["enum"]
+    from ssmbench.data.source_registry import SOURCES
+
+    sources = list(SOURCES)
     return {key for source in [None, *sources] for key in setting_defaults(source)}
 
 

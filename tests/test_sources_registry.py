@@ -23,19 +23,22 @@ from ssmbench.data.source_registry import SOURCES
 from ssmbench.data.source_type import Source
 from ssmbench.data.store import PreparedDataset
 from ssmbench.io import index_text
-from ssmbench.params_file import SCHEMA_PATH
+from ssmbench.params_file import SCHEMA_PATH, ConfigError, params_schema, validate_schema
 
 DATA = Path(sources.__file__).parent
 
 
 def _benchmark_keys() -> dict:
-    schema = yaml.safe_load(SCHEMA_PATH.read_text())
-    return schema["$defs"]["benchmark_values"]["properties"]
+    return params_schema()["$defs"]["benchmark_values"]["properties"]
 
 
 # --------------------------------------------------------------------------- the table
 def test_the_schema_enum_is_the_table():
     assert _benchmark_keys()["source"]["enum"] == list(SOURCES)
+    # the file names no source: the table's names are merged in where it is read
+    written = yaml.safe_load(SCHEMA_PATH.read_text())["$defs"]["benchmark_values"]["properties"]
+    assert "enum" not in written["source"]
+    assert not set(written) & {k for s in SOURCES.values() for k in s.settings.keys}
 
 
 def test_sources_dispatches_through_the_table():
@@ -57,15 +60,13 @@ def test_sources_dispatches_through_the_table():
 
 
 def test_every_source_module_is_registered():
-    """A ``source_<name>.py`` module with its ``SOURCE`` is the table's entry ``<name>``:
-    a module written but not registered (or registered under another name) fails."""
-    modules = sorted(
-        p.stem for p in DATA.glob("source_*.py") if p.stem not in ("source_type", "source_registry")
-    )
-    assert modules == sorted(f"source_{name}" for name in SOURCES)
-    for module in modules:
-        entry = importlib.import_module(f"ssmbench.data.{module}").SOURCE
-        assert SOURCES[module.removeprefix("source_")] is entry
+    """A source folder ``<name>/`` whose ``source.py`` holds its ``SOURCE`` is the table's
+    entry ``<name>``: a source written but not registered (or registered under another
+    name) fails."""
+    folders = sorted(p.parent.name for p in DATA.glob("*/source.py"))
+    assert folders == sorted(SOURCES)
+    for name in folders:
+        assert SOURCES[name] is importlib.import_module(f"ssmbench.data.{name}.source").SOURCE
 
 
 @pytest.mark.parametrize("name", list(SOURCES))
@@ -73,8 +74,15 @@ def test_every_source_has_the_operations_it_needs(name):
     source = SOURCES[name]
     assert isinstance(source, Source)
     assert callable(source.prepare)
-    # its content settings are benchmark keys of the schema
-    assert source.content_keys and set(source.content_keys) <= set(_benchmark_keys())
+    # its content settings are its own settings, which the schema allows
+    assert source.content_keys and set(source.content_keys) <= set(source.settings.keys)
+    assert set(source.settings.keys) <= set(_benchmark_keys())
+    # its folder holds its modules, rows and settings alike
+    folder = DATA / name
+    assert {"__init__.py", "source.py", "catalog.py", "params.schema.yaml"} <= {
+        p.name for p in folder.iterdir()
+    }
+    assert source.settings_schema == folder / "params.schema.yaml"
     if source.fetch is not None:  # raw files: fetched, and locatable before any job runs
         assert callable(source.fetch) and source.recipe is None
         assert callable(source.locate), f"{name} has raw files but no pre-flight locate"
@@ -228,3 +236,147 @@ def test_a_registered_made_source_records_its_recipe(monkeypatch, tmp_path):
     }
     data = PreparedDataset(sources.prepare("Made", raw, tmp_path / "out", settings))
     assert data.X.shape == (4, 1, 2)
+
+
+# --------------------------------------------------------------------------- its settings
+TOY_SETTINGS = """
+keys:
+  rows: {type: integer, minimum: 1, default: 6}
+  offline: {type: boolean}
+dataset_keys: [rows]
+readers:
+  rows: ["tests.toy:prepare"]
+  offline: ["tests.toy:locate"]
+"""
+
+
+@pytest.fixture()
+def toy_source(monkeypatch, tmp_path):
+    """The toy source with a settings file of its own, registered by its one line; the
+    params schema is read again with it, and again without it afterwards."""
+    (tmp_path / "params.schema.yaml").write_text(TOY_SETTINGS)
+    toy = Source(
+        prepare=_toy_prepare,
+        content_keys=("rows",),
+        fetch=_toy_fetch,
+        locate=_toy_locate,
+        settings_schema=tmp_path / "params.schema.yaml",
+    )
+    params_schema.cache_clear()
+    monkeypatch.setitem(SOURCES, "toy", toy)
+    yield toy
+    params_schema.cache_clear()
+
+
+def _params_with_toy() -> dict:
+    from conftest import REPO
+
+    from ssmbench.params_file import read_params
+
+    params = read_params(REPO / "params.yaml")
+    params["benchmarks"]["toys"] = {"source": "toy", "max_epochs": 1, "datasets": ["Tiny"]}
+    return params
+
+
+def test_a_registered_source_s_settings_are_in_the_params_schema(toy_source):
+    """Its keys, typed as its folder says, for a benchmark and (those it lets a dataset
+    set) for one dataset; its name in the ``source`` enum; nothing else touched."""
+    params = _params_with_toy()
+    toys = params["benchmarks"]["toys"]
+    toys.update(rows=5, offline=True, dataset_overrides={"Tiny": {"rows": 3}})
+    validate_schema(params)
+    for where, edit, problem in [
+        ("benchmarks.toys.rows", {"rows": 0}, "is less than the minimum of 1"),
+        ("benchmarks.toys.dataset_overrides.Tiny.offline", None, "unknown key"),
+    ]:
+        bad = {**toys, **(edit or {})}
+        if edit is None:
+            bad["dataset_overrides"] = {"Tiny": {"offline": True}}
+        params["benchmarks"]["toys"] = bad
+        with pytest.raises(ConfigError) as info:
+            validate_schema(params)
+        assert where in str(info.value) and problem in str(info.value), str(info.value)
+    assert _benchmark_keys()["source"]["enum"] == [*SOURCES]  # the toy last
+    assert "default" not in _benchmark_keys()["rows"]  # a default is the source's own
+    from ssmbench.setting_defaults import setting_defaults, source_defaults
+
+    assert source_defaults("toy") == {"rows": 6} and setting_defaults("toy")["rows"] == 6
+    assert "rows" not in setting_defaults("uea")
+
+
+def test_a_suite_may_set_its_benchmark_s_source_settings_only():
+    """A suite's benchmark_overrides may set what the benchmark's source reads
+    (``Source.settings``) where params.yaml sets none, and no other source's settings."""
+    from conftest import REPO
+
+    from ssmbench.config import check_params
+    from ssmbench.params_file import read_params
+
+    params = read_params(REPO / "params.yaml")
+    assert {"archive_dir", "download", "normalise"} <= set(SOURCES["uea"].settings.keys)
+    suite = params["suites"][params["suite"]]
+    bench = next(b for b in suite["benchmarks"] if params["benchmarks"][b]["source"] == "uea")
+    params["benchmarks"][bench].pop("normalise", None)
+    suite["benchmark_overrides"] = {bench: {"normalise": "per_channel_train_zscore"}}
+    check_params(params)
+    suite["benchmark_overrides"] = {bench: {"local_dir": "elsewhere"}}  # monster's
+    with pytest.raises(ConfigError, match=f"benchmark_overrides.{bench}.local_dir: unknown key"):
+        check_params(params)
+
+
+def test_its_readers_are_rows_of_the_readers_table():
+    """The readers a source's folder names (a nested key, or one it takes without naming
+    it) are ``config_readers`` rows; a key it reads as ``settings["<key>"]`` needs none."""
+    from ssmbench.config_readers import CONFIG_READERS
+
+    assert CONFIG_READERS["benchmarks.*.normalise"] == ("ssmbench.data.uea.source",)
+    assert CONFIG_READERS["benchmarks.*.drop.seed"] == (
+        "ssmbench.data.uea_drop.prepare:prepare_drop_rate_variant",
+    )
+    assert "benchmarks.*.archive_dir" not in CONFIG_READERS  # settings["archive_dir"]
+
+
+def test_where_a_source_reads_its_files_holds_no_record():
+    """The settings that say where a dataset's files are read from, not what they are, are
+    each source's (its ``location_keys``): a record is not held to them."""
+    from ssmbench.staleness import location_keys, tracked_settings
+
+    assert SOURCES["uea"].settings.location_keys == ("archive_dir",)
+    assert SOURCES["monster"].settings.location_keys == ("local_dir",)
+    assert location_keys() == ("archive_dir", "local_dir")  # in the table's order
+    spec = {"settings": {"archive_dir": "/a", "local_dir": "/b", "revision": "main"}}
+    assert tracked_settings(spec)["settings"] == {"revision": "main"}
+
+
+def test_a_key_two_sources_declare_otherwise_is_refused(tmp_path):
+    from ssmbench.params_file import with_sources
+
+    (tmp_path / "params.schema.yaml").write_text(
+        TOY_SETTINGS.replace("offline: {type: boolean}", "offline: {type: string}")
+    )
+    toy = Source(_toy_prepare, ("rows",), fetch=_toy_fetch, locate=_toy_locate,
+                 settings_schema=tmp_path / "params.schema.yaml")  # fmt: skip
+    schema = yaml.safe_load(SCHEMA_PATH.read_text())
+    with pytest.raises(ConfigError, match="declares offline otherwise than source 'monster'"):
+        with_sources(schema, {**SOURCES, "toy": toy})
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("keys: {rows: {type: integer}}\nreaders: {rows: [m]}\nextra: 1\n", "expected a mapping"),
+        ("keys: {rows: integer}\n", "its JSON Schema"),
+        ("keys: {rows: {}}\ndataset_keys: [cols]\nreaders: {rows: [m]}\n", "['cols'] not among"),
+        ("keys: {rows: {}}\nlocation_keys: [x]\nreaders: {rows: [m]}\n", "location_keys: ['x']"),
+        ("keys: {rows: {}}\nreaders: {cols: [m]}\n", "'cols' is below none of its keys"),
+        ("keys: {rows: {}}\nreaders: {rows: []}\n", "expected a list of readers"),
+    ],
+)
+def test_a_malformed_settings_file_is_named(tmp_path, text, problem):
+    from ssmbench.data.source_settings import read_source_settings
+
+    path = tmp_path / "params.schema.yaml"
+    path.write_text(text)
+    with pytest.raises(ValueError) as info:
+        read_source_settings(path)
+    assert str(info.value).startswith(f"{path}: ") and problem in str(info.value)

@@ -1,4 +1,4 @@
-"""ssmbench.data.fading_flash and ssmbench.data.drop_rate: the TIDES Fading Flash task and
+"""ssmbench.data.synthetic and ssmbench.data.uea_drop: the TIDES Fading Flash task and
 the drop-rate variant.
 
 The drop-rate variant is built from BasicMotions, prepared from aeon's bundled copy
@@ -16,19 +16,19 @@ import numpy as np
 import pytest
 
 from ssmbench.data import fetch_uea, prepare_uea, store
-from ssmbench.data.drop_rate import (
+from ssmbench.data.errors import DataError
+from ssmbench.data.synthetic.prepare import (
+    RATES,
+    TEST_DT_GRID,
+    generate_fading_flash,
+    prepare_fading_flash,
+)
+from ssmbench.data.uea_drop.prepare import (
     TEST_RATES,
     drop_mask,
     drop_time_steps,
     n_kept,
     prepare_drop_rate_variant,
-)
-from ssmbench.data.errors import DataError
-from ssmbench.data.fading_flash import (
-    RATES,
-    TEST_DT_GRID,
-    generate_fading_flash,
-    prepare_fading_flash,
 )
 
 

@@ -15,7 +15,7 @@ import torch
 
 from ssmbench.complexity import count_params, mmac
 from ssmbench.config import model_entry
-from ssmbench.data.uea6 import UEA6
+from ssmbench.data.uea6.prepare import UEA6
 from ssmbench.models import FAMILIES, build_model, validate_model_params
 from ssmbench.models.tides import (
     RE_MAPS,

@@ -17,8 +17,8 @@ import torch
 from conftest import REPO
 
 from ssmbench.config import ConfigError, Job, check_params, job_spec, suite_grid
-from ssmbench.data.fading_flash import NOISY_NAME, prepare_fading_flash
 from ssmbench.data.store import PreparedDataset
+from ssmbench.data.synthetic.prepare import NOISY_NAME, prepare_fading_flash
 from ssmbench.models import build_model, model_inputs
 from ssmbench.models.frame import with_time_channel
 from ssmbench.params_file import read_params

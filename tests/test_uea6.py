@@ -1,4 +1,4 @@
-"""UEA-6 under the Log-NCDE protocol (data/uea6.py): pooled rows without exact
+"""UEA-6 under the Log-NCDE protocol (data/uea6/): pooled rows without exact
 duplicates, the archive's values, one 70/15/15 split per seed with its own validation
 rows, and the settings refused before any job runs."""
 
@@ -14,7 +14,7 @@ from aeon.datasets import load_basic_motions
 from ssmbench.data import fetch_uea, prepare_uea
 from ssmbench.data.errors import DataError
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea6 import (
+from ssmbench.data.uea6.prepare import (
     SEEDS,
     check_split,
     pooled_unique_rows,

@@ -14,11 +14,11 @@ from conftest import REPO
 
 from ssmbench.config import ConfigError, Job, check_suite_sources, job_spec, load_params
 from ssmbench.data.errors import DataError
-from ssmbench.data.uea import archive_dirs, locate_uea
+from ssmbench.data.uea.fetch import archive_dirs, locate_uea
 from ssmbench.params_file import INPUT_PATHS, read_params
 from ssmbench.path_roots import system_root_problems, unwritable_problems
 from ssmbench.staleness import (
-    LOCATION_KEYS,
+    location_keys,
     record_state,
     sealed,
     settings_changes,
@@ -151,7 +151,7 @@ def test_where_the_data_lie_makes_no_record_stale(tmp_path, monkeypatch):
     record = _record(tmp_path / "fold0.json", spec, protocol=made_there)
     assert record_state(record, spec).current
     assert "archive_dir" not in tracked_settings(spec)["settings"]
-    assert set(LOCATION_KEYS) == {"archive_dir", "local_dir"}
+    assert set(location_keys()) == {"archive_dir", "local_dir"}
     # what the data are still counts: another setting of the data is another run
     other = {**made_there, "normalise": "none"}
     stale = record_state(_record(tmp_path / "fold1.json", spec, protocol=other), spec)

@@ -25,7 +25,7 @@ from ssmbench.data import compressed, fetch_uea, prepare_uea
 from ssmbench.data.errors import DataError
 from ssmbench.data.provenance import PROVENANCE
 from ssmbench.data.store import PreparedDataset
-from ssmbench.data.uea import locate_uea
+from ssmbench.data.uea.fetch import locate_uea
 
 TRAIN, TEST = f"{NAME}_TRAIN.ts", f"{NAME}_TEST.ts"
 
@@ -323,7 +323,8 @@ def test_sources_fetch_and_prepare_from_xz_only(archives, tmp_path):
 KILLED = """
 import os, signal, sys
 from ssmbench import io
-from ssmbench.data import sources, uea
+from ssmbench.data import sources
+from ssmbench.data.uea import fetch as uea
 step, name, archive, raw, out = sys.argv[1:]
 settings = {"source": "uea", "archive_dir": archive, "download": False}
 die = lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL)

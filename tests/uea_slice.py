@@ -4,10 +4,10 @@ The real compressed archive's ``MotorImagery/MotorImagery_{TRAIN,TEST}.ts.xz`` (
 122 MB of ``.ts`` text; `UEA_XZ`) is read from its beginning only: the header lines and
 the first rows, each channel cut to its first values, ``@seriesLength`` set to match, and
 an ``@subset`` line saying so (a subset of the catalog's MotorImagery that does not
-declare itself is refused when prepared: ``ssmbench.data.uea_prepare``).
+declare itself is refused when prepared: ``ssmbench.data.uea.prepare``).
 :func:`motor_imagery_slice` writes them into an archive folder (plain, ``.ts.xz`` or
 ``.ts.gz``) with a ``SHA256SUMS`` of the decompressed content, the form
-``ssmbench.data.uea.fetch_uea`` reads as ``archive_dir``.
+``ssmbench.data.uea.fetch.fetch_uea`` reads as ``archive_dir``.
 
 The folder is the environment variable ``SSMBENCH_UEA_XZ``'s, else ``shared/data/uea-xz``
 beside the repository; without it :func:`require_uea_xz` skips the test.
@@ -67,7 +67,7 @@ def slice_ts(split: str, n_rows: int, length: int) -> bytes:
                 if line.lower().startswith(b"@serieslength"):
                     line = b"@seriesLength %d" % length
                 in_data = line.strip().lower() == b"@data"
-                if in_data:  # the slice says what it is (ssmbench.data.uea_prepare: SUBSET_TAG)
+                if in_data:  # the slice says what it is (ssmbench.data.uea.prepare: SUBSET_TAG)
                     out.append(SUBSET_LINE % (n_rows, split.encode(), length))
                 out.append(line + b"\n")
                 continue

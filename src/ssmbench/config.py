@@ -173,6 +173,7 @@ def name_problems(params: dict) -> list[str]:
 
 def check_params(params: dict, source: str = "params.yaml") -> None:
     """Cross-references the schema cannot express. Raises ConfigError listing every problem."""
+    from ssmbench.data.source_registry import SOURCES
     from ssmbench.models import validate_model_params
     from ssmbench.models.imported import entry_problems
     from ssmbench.path_roots import system_root_problems
@@ -263,11 +264,13 @@ def check_params(params: dict, source: str = "params.yaml") -> None:
                     f"this suite (its benchmarks: {', '.join(suite.get('benchmarks') or {})})"
                 )
                 continue
+            # and what the benchmark's source reads, set in params.yaml or not (archive_dir)
+            source = SOURCES.get(params["benchmarks"].get(bench, {}).get("source"))
             own = (
                 PROTOCOL_KEYS
                 | BATCH_AND_EPOCH_KEYS
                 | set(params["benchmarks"].get(bench, {}))
-                | {"archive_dir", "download", "offline", "local_dir"}
+                | set(source.settings.keys if source is not None else ())
             ) - {"datasets", "dataset_overrides", "source"}
             for key in overrides or {}:
                 if key not in own:
@@ -424,21 +427,21 @@ def _source_origins(text: str, settings: dict, origins: dict[str, str]) -> str:
 
 
 def validation_fallbacks(params: dict, suite: str | None = None) -> list[tuple[str, str, str, str]]:
-    """(benchmark, dataset, fallback, why) of the suite's UEA datasets whose official
-    training split is too small for a stratified validation split of ``val_fraction``
-    (from the catalog's row and class counts, before any download): their runs take
-    ``val_split_fallback``. ``ssmbench check`` lists them; a fallback of ``error`` stops the
-    workflow before any job runs."""
+    """(benchmark, dataset, fallback, why) of the suite's datasets whose official training
+    split (a catalog row's ``n_train``: UEA's) is too small for a stratified validation split
+    of ``val_fraction`` (from the catalog's row and class counts, before any download): their
+    runs take ``val_split_fallback``. ``ssmbench check`` lists them; a fallback of ``error``
+    stops the workflow before any job runs."""
     import math
 
-    from ssmbench.data.catalog import UEA_DATASETS
+    from ssmbench.data.catalog import catalog_entry
     from ssmbench.data.validation_split import stratified_split_fits
 
     found = []
     for bench, dataset in suite_datasets(params, suite):
         settings = benchmark_settings(params, bench, suite, dataset)
-        info = UEA_DATASETS.get(dataset) if settings["source"] == "uea" else None
-        n, k = (info or {}).get("n_train"), (info or {}).get("classes")
+        entry = catalog_entry(bench, dataset, settings["source"])
+        n, k = (entry.n_train, entry.n_classes) if entry is not None else (None, None)
         if not (n and k):
             continue
         if not stratified_split_fits(n, k, settings["val_fraction"]):

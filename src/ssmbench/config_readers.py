@@ -2,10 +2,14 @@
 tests/test_config.py holds against the JSON Schema (both ways) and against each reader's
 source, so a key nothing reads, or one read but not in the schema, fails a test. A run's
 settings need no entry: their reader is found in the source, where it reads
-``settings["<key>"]``. Nothing reads this table at run time.
+``settings["<key>"]``. Nothing reads this table at run time. A data source's rows are
+listed where it declares its settings, its folder's params.schema.yaml
+(``ssmbench.data.source_settings``), and added to the table from there.
 """
 
 from __future__ import annotations
+
+from ssmbench.data.source_registry import SOURCES
 
 #: Who reads each key params.yaml may hold. A key is a dotted path; ``*`` stands for any
 #: name of a map (a benchmark, a model, a suite, a size class) and, inside a pattern, for
@@ -55,15 +59,6 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     "*.reading.buffer_blocks": ("ssmbench.reading_plan:reading_settings",),
     "benchmarks.*.dataset_overrides": ("ssmbench.precedence:settings_places",),
     "benchmarks.*.datasets": ("ssmbench.config:known_datasets",),
-    "benchmarks.*.mode": ("ssmbench.data.source_physiome",),
-    "benchmarks.*.drop.train_rate": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
-    "benchmarks.*.drop.test_rates": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
-    "benchmarks.*.drop.seed": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
-    "benchmarks.*.drop.test_seeds": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
-    "benchmarks.*.drop.per_series": ("ssmbench.data.drop_rate:prepare_drop_rate_variant",),
-    "benchmarks.*.split.seeds": ("ssmbench.data.uea6:prepare_uea6_variant",),
-    "benchmarks.*.split.fractions": ("ssmbench.data.uea6:prepare_uea6_variant",),
-    "benchmarks.*.normalise": ("ssmbench.data.source_uea",),
     # a model entry's other keys are its family's hyperparameters: validate_model_params
     # checks them against the family, build_model passes them to its constructor
     "models.*.family": ("ssmbench.models.registry:validate_model_params",),
@@ -118,3 +113,23 @@ CONFIG_READERS: dict[str, tuple[str, ...]] = {
     # low, high, log, step, choices: read by the entry's kind
     "tuning.searches.*.space.*.*": ("ssmbench.search_space:suggest",),
 }
+
+
+def _source_readers() -> dict[str, tuple[str, ...]]:
+    """The sources' rows: ``benchmarks.*.<key>`` for each key whose readers a source's
+    folder names (a nested key, or one a source takes without naming it), and
+    ``benchmarks.*.dataset_overrides.*.<key>`` too where a dataset may set it for itself;
+    a key two sources name lists both's readers."""
+    rows: dict[str, tuple[str, ...]] = {}
+    for source in SOURCES.values():
+        settings = source.settings
+        for key, readers in settings.readers.items():
+            places = [f"benchmarks.*.{key}"]
+            if key in settings.dataset_keys:
+                places.append(f"benchmarks.*.dataset_overrides.*.{key}")
+            for place in places:
+                rows[place] = tuple(dict.fromkeys((*rows.get(place, ()), *readers)))
+    return rows
+
+
+CONFIG_READERS.update(_source_readers())

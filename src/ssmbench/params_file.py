@@ -3,8 +3,10 @@
 empty file or one that is not a mapping, a folder where a file is named, params.yaml or a
 study file listed twice in ``studies``, an entry named in two files: each named with its
 file and line) and `validate_schema` checks its shape, the type and range of every value
-against the JSON Schema (workflow/schemas/params.schema.yaml). ``ssmbench.config`` checks
-the rest and builds the suite grid on them; both raise `ConfigError`.
+against the JSON Schema (`params_schema`: params.schema.yaml, which
+workflow/schemas/params.schema.yaml links to, with each data source's settings from its
+folder merged in). ``ssmbench.config`` checks the rest and builds the suite grid on them;
+both raise `ConfigError`.
 
 A study file adds entries to three sections, as if they were written in params.yaml:
 ``models``, ``suites`` and ``tuning.searches``; the one mapping holds no ``studies`` key,
@@ -346,13 +348,57 @@ def _load_checked(text: str, path: Path, loader_class) -> tuple[yaml.Node | None
 
 
 def _expected_mapping() -> str:
-    return "expected a mapping with keys " + ", ".join(_schema()["required"])
+    return "expected a mapping with keys " + ", ".join(_schema_file()["required"])
 
 
 @functools.cache
-def _schema() -> dict:
-    """The JSON Schema, read once per process (not to be modified)."""
+def _schema_file() -> dict:
+    """params.schema.yaml as written (not to be modified): reading params.yaml needs its
+    top-level keys alone, not the sources."""
     return yaml.load(SCHEMA_PATH.read_text(), Loader=FAST_SAFE_LOADER)
+
+
+@functools.cache
+def params_schema() -> dict:
+    """The JSON Schema, read once per process (not to be modified): params.schema.yaml with
+    the source table's settings merged in (`with_sources`)."""
+    from ssmbench.data.source_registry import SOURCES
+
+    return with_sources(yaml.load(SCHEMA_PATH.read_text(), Loader=FAST_SAFE_LOADER), SOURCES)
+
+
+def with_sources(schema: dict, sources: dict) -> dict:
+    """``schema`` (params.schema.yaml's, changed in place) with the sources' settings
+    (``ssmbench.data.source_settings``): each source's keys in ``benchmark_values``
+    without their defaults (each source's own: ``ssmbench.setting_defaults``), its
+    ``dataset_keys`` in what a dataset may set for itself (``dataset_overrides``), and the
+    table's names, in its order, as ``source``'s enum. A key declared twice (by two
+    sources, or by a source and the schema itself) must be declared alike: ConfigError
+    naming both places."""
+    defs = schema["$defs"]
+    values = defs["benchmark_values"]["properties"]
+    benchmark = schema["properties"]["benchmarks"]["additionalProperties"]["properties"]
+    per_dataset = benchmark["dataset_overrides"]["additionalProperties"]["properties"]
+    declared = {
+        key: SCHEMA_PATH.name
+        for part in ("protocol_values", "batch_and_epoch_values", "benchmark_values")
+        for key in defs[part]["properties"]
+    }
+    for name, source in sources.items():
+        settings = source.settings
+        for key, with_default in settings.keys.items():
+            definition = {k: v for k, v in with_default.items() if k != "default"}
+            if key in declared and values.get(key) != definition:
+                raise ConfigError(
+                    f"{source.settings_schema}: source {name!r} declares {key} otherwise "
+                    f"than {declared[key]} does; a key two places declare is declared alike"
+                )
+            values[key] = definition
+            declared.setdefault(key, f"source {name!r}")
+        for key in settings.dataset_keys:
+            per_dataset[key] = {"$ref": f"#/$defs/benchmark_values/properties/{key}"}
+    values["source"] = {"enum": list(sources)}
+    return schema
 
 
 def _yaml_error_message(path: Path, text: str, exc: yaml.MarkedYAMLError) -> str:
@@ -411,7 +457,7 @@ def validate_schema(
     names too (``suites.default.folds.0: ... (in params/ms4.yaml)``)."""
     import jsonschema
 
-    schema = _schema()
+    schema = params_schema()
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(params), key=lambda e: [str(p) for p in e.absolute_path])
     if errors:

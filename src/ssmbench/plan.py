@@ -101,22 +101,30 @@ class Bill:
 # ----------------------------------------------------------------------------- rows
 
 
-def size_of(params: dict, benchmark: str, dataset: str, suite: str | None = None):
+def _known_size(params: dict, benchmark: str, dataset: str):
     """What is known of ``benchmark``/``dataset``'s size (``ssmbench.data.sizes``): its
     catalog row (under the benchmark, else the benchmark's ``source``; a benchmark
     params.yaml does not define, a record's under ``plan --check DIR``, under its own name
-    alone), else its prepared folder's meta.json or X.npy header. Raises ConfigError
-    saying it is not known, and the command that prepares it."""
+    alone), else its prepared folder's meta.json or X.npy header; None: neither knows it.
+    A prepared folder that cannot be read raises ConfigError."""
     from ssmbench.data.errors import DataError
-    from ssmbench.data.sizes import dataset_size, unknown_size
+    from ssmbench.data.sizes import dataset_size
 
     source = (params["benchmarks"].get(benchmark) or {}).get("source", benchmark)
-    prepared = params["paths"]["prepared"]
     try:
-        size = dataset_size(prepared, benchmark, dataset, source)
+        return dataset_size(params["paths"]["prepared"], benchmark, dataset, source)
     except DataError as exc:
         raise ConfigError(f"{benchmark}/{dataset}: {exc}") from None
+
+
+def size_of(params: dict, benchmark: str, dataset: str, suite: str | None = None):
+    """`_known_size`; one not known raises ConfigError saying so, and the command that
+    prepares it."""
+    from ssmbench.data.sizes import unknown_size
+
+    size = _known_size(params, benchmark, dataset)
     if size is None:
+        prepared = params["paths"]["prepared"]
         raise ConfigError(unknown_size(prepared, benchmark, dataset, suite or params["suite"]))
     return size
 
@@ -124,54 +132,31 @@ def size_of(params: dict, benchmark: str, dataset: str, suite: str | None = None
 def row_counts(
     params: dict, job: Job, settings: dict, suite: str | None = None
 ) -> tuple[int, int, int]:
-    """(n_train, n_val, n_test) of a run, from its dataset's size (``_size``: the catalog,
-    else the prepared folder) and its benchmark's split rule: UEA (and its drop-rate
-    variants) the archive's TRAIN/TEST with ``val_fraction`` of TRAIN for validation;
-    UEA-6 the ``split.fractions`` of the pooled rows (``data.uea6.seed_splits``,
-    duplicates not removed); MONSTER its 5 given folds (a fifth tested) with
-    ``val_fraction`` of the rest; Physiome-ODE 70/20/10; the synthetic sets their
-    generator's sizes. Raises ConfigError where the dataset's size is not known."""
-    from ssmbench.data.catalog import UEA_DATASETS
+    """(n_train, n_val, n_test) of a run, from its dataset's size (``_known_size``: the
+    catalog, else the prepared folder) and its source's split rule (``Source.split_rows``:
+    UEA and its drop-rate variants the archive's TRAIN/TEST with ``val_fraction`` of TRAIN
+    for validation; UEA-6 the ``split.fractions`` of the pooled rows, duplicates not
+    removed; MONSTER its 5 given folds; Physiome-ODE 70/20/10; the synthetic sets their
+    generator's sizes). A source without a rule, or whose rule cannot tell, has a fifth
+    tested and ``val_fraction`` of the rest for validation. Raises ConfigError where the
+    dataset's size is needed and not known."""
+    from ssmbench.data.source_registry import SOURCES
+    from ssmbench.data.split_rows import held_out
 
-    bench = params["benchmarks"][job.benchmark]
-    source = bench.get("source", job.benchmark)
+    source = SOURCES.get(params["benchmarks"][job.benchmark].get("source", job.benchmark))
     val_fraction = float(settings["val_fraction"])
-    if source in ("uea", "uea_drop"):
-        base = UEA_DATASETS.get(job.dataset) or UEA_DATASETS.get(job.dataset.removesuffix("Drop"))
-        if base and base.get("n_train") and base.get("n_test"):
-            n_val = max(1, round(val_fraction * base["n_train"]))
-            return base["n_train"] - n_val, n_val, base["n_test"]
-    elif source == "synthetic":
-        gen = settings["generator"]
-        if gen.get("n_train"):
-            n_val = max(1, round(val_fraction * gen["n_train"]))
-            n_test = int(gen.get("n_test_per_dt", 0)) * len(gen.get("test_dts") or [1])
-            return int(gen["n_train"]) - n_val, n_val, n_test
-    size = size_of(params, job.benchmark, job.dataset, suite)
-    if source == "uea" and size.n_train and size.n_test:  # a prepared set's own split
-        n_val = max(1, round(val_fraction * size.n_train))
-        return size.n_train - n_val, n_val, size.n_test
+    known = _known_size(params, job.benchmark, job.dataset)
+    if source is not None and source.split_rows is not None:
+        rows = source.split_rows(job.dataset, settings, known, val_fraction)
+        if rows is not None:
+            return rows
+    size = known or size_of(params, job.benchmark, job.dataset, suite)
     if size.N is None:
         raise ConfigError(
             f"{job.benchmark}/{job.dataset}: neither the catalog (ssmbench.data.catalog) nor "
             "its prepared meta.json knows its number of rows, so no estimate can be made"
         )
-    N = int(size.N)
-    if source == "physiome":
-        N = int((settings.get("generator") or {}).get("n_instances") or N)
-        n_val, n_test = round(0.2 * N), round(0.1 * N)
-        return N - n_val - n_test, n_val, n_test
-    fractions = settings["split"].get("fractions") if "split" in settings else None
-    if fractions:  # uea6: a permutation cut at int(f_train N), int((f_train + f_val) N)
-        a, b = int(fractions[0] * N), int((fractions[0] + fractions[1]) * N)
-        return a, b - a, N - b
-    if source == "monster":
-        n_test = N // 5
-        n_val = max(1, round(val_fraction * (N - n_test)))
-        return N - n_test - n_val, n_val, n_test
-    n_test = round(0.2 * N)  # a benchmark without its own rule: a fifth tested
-    n_val = max(1, round(val_fraction * (N - n_test)))
-    return N - n_test - n_val, n_val, n_test
+    return held_out(int(size.N), round(0.2 * int(size.N)), val_fraction)
 
 
 # ----------------------------------------------------------------------------- work

@@ -5,9 +5,11 @@ The schema's ``$defs`` hold each training and data setting's type, range and def
 
 * ``protocol_values``: what every run reads (optimizer, lr, the validation split, the stop
   rule, checkpointing, ``reading`` key by key...);
-* ``batch_and_epoch_values``: the epochs and batch every benchmark takes;
-* ``source_defaults``: a source's own settings (``archive_dir``, ``revision``...), for a
-  benchmark of that source.
+* ``batch_and_epoch_values``: the epochs and batch every benchmark takes.
+
+Each data source's own settings (``archive_dir``, ``revision``...), for a benchmark of that
+source, are declared with their defaults in the source's folder
+(``ssmbench.data.source_settings``: ``data/<source>/params.schema.yaml``).
 
 `setting_defaults` gives them as one place of settings; a run's resolved settings start
 from it, so every reader takes ``settings[key]`` and holds no default of its own, and
@@ -15,8 +17,9 @@ from it, so every reader takes ``settings[key]`` and holds no default of its own
 precedence and the checks take (`protocol_keys`, `batch_and_epoch_keys`) come from the
 same table: a new setting is its schema entry (type, range, default) and its reader.
 
-A leaf module (yaml, read when a default is first asked for): the data sources complete a
-benchmark entry from it too (`ssmbench.data.sources`), below the settings' layer.
+The schema and the sources' settings are read when a default is first asked for (yaml and
+the source table imported then): a command that runs on the standard library alone
+imports this module and reads neither.
 """
 
 from __future__ import annotations
@@ -56,11 +59,12 @@ def _properties(name: str) -> dict:
 
 
 def _source_properties(source: str | None) -> dict:
-    """The properties ``source_defaults`` gives a benchmark of ``source`` ({} for none)."""
-    for branch in _defs()["source_defaults"]["allOf"]:
-        if branch["if"]["properties"]["source"]["const"] == source:
-            return branch["then"]["properties"]
-    return {}
+    """The settings ``source`` declares, each with its default where it has one ({} for no
+    source, or one the table lacks)."""
+    from ssmbench.data.source_registry import SOURCES
+
+    found = SOURCES.get(source) if source is not None else None
+    return {} if found is None else found.settings.keys
 
 
 def _default(node: dict) -> tuple[bool, object]:
@@ -98,8 +102,8 @@ def setting_defaults(source: str | None = None) -> dict:
 
 
 def source_defaults(source: str | None) -> dict:
-    """The defaults of ``source``'s own settings alone (``source_defaults``), as a new
-    dict: what a data step of a benchmark of ``source`` reads besides its entry."""
+    """The defaults of ``source``'s own settings alone (its folder's), as a new dict: what a
+    data step of a benchmark of ``source`` reads besides its entry."""
     return {
         key: copy.deepcopy(value)
         for key, node in _source_properties(source).items()

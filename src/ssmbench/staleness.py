@@ -41,22 +41,38 @@ from ssmbench.setting_defaults import setting_defaults
 #: protocol keys that say how a run executes (checkpointing), not what it computes: they
 #: never make a record stale and are left out of the settings the workflow tracks
 EXECUTION_KEYS = ("checkpoint_every", "checkpoint_min_seconds")
-#: data settings that say where a dataset's files are read from (a local copy of the
-#: archive), not what they are: a record holds the sha256 of the data it was made from
-#: (``dataset_sha256``, ``prepared_sha256``), so a copy that moves, or the same files read
-#: from another folder, makes no record stale. Left out of the settings a record is held to,
-#: as the EXECUTION_KEYS are; the record still says where its data came from
-LOCATION_KEYS = ("archive_dir", "local_dir")
-#: the settings no result depends on
-UNTRACKED_KEYS = EXECUTION_KEYS + LOCATION_KEYS
+
+
+@functools.cache
+def location_keys() -> tuple[str, ...]:
+    """The data settings that say where a dataset's files are read from (a local copy of
+    the archive), not what they are: every source's ``location_keys``
+    (``ssmbench.data.source_settings``), in the source table's order. A record holds the
+    sha256 of the data it was made from (``dataset_sha256``, ``prepared_sha256``), so a
+    copy that moves, or the same files read from another folder, makes no record stale:
+    they are left out of the settings a record is held to, as the EXECUTION_KEYS are; the
+    record still says where its data came from. Read when first asked for (the sources'
+    settings files): a command that runs on the standard library alone imports this
+    module."""
+    from ssmbench.data.source_registry import SOURCES
+
+    return tuple(
+        dict.fromkeys(key for source in SOURCES.values() for key in source.settings.location_keys)
+    )
+
+
+def untracked_keys() -> tuple[str, ...]:
+    """The settings no result depends on: the EXECUTION_KEYS and the `location_keys`."""
+    return EXECUTION_KEYS + location_keys()
 
 
 def tracked_settings(spec: dict) -> dict:
-    """The spec as far as the result depends on it: without the UNTRACKED_KEYS (how a run
+    """The spec as far as the result depends on it: without the `untracked_keys` (how a run
     checkpoints, where its data lie), and without where each value came from
     (``origins``: moving a value from one place of params.yaml to another changes no
     result)."""
-    settings = {k: v for k, v in spec["settings"].items() if k not in UNTRACKED_KEYS}
+    untracked = untracked_keys()
+    settings = {k: v for k, v in spec["settings"].items() if k not in untracked}
     return {**{k: v for k, v in spec.items() if k != "origins"}, "settings": settings}
 
 
@@ -308,7 +324,7 @@ def _dataset_change(made_from, now: dict | None, what: str = "dataset") -> str:
 
 
 def settings_changes(record: dict, spec: dict) -> list[str]:
-    """What of a record's model hyperparameters and protocol settings (but UNTRACKED_KEYS)
+    """What of a record's model hyperparameters and protocol settings (but the `untracked_keys`)
     differs from what ``spec`` asks for, one phrase each (``protocol settings (max_epochs:
     2 -> 300)``); empty when both are the same. A setting the record's protocol leaves out
     stands for its default."""
@@ -318,7 +334,7 @@ def settings_changes(record: dict, spec: dict) -> list[str]:
         defaults = setting_defaults(settings.get("source"))
         protocol = {
             **{k: v for k, v in settings.items() if k in defaults and v == defaults[k]},
-            **{k: v for k, v in protocol.items() if k not in UNTRACKED_KEYS},
+            **{k: v for k, v in protocol.items() if k not in untracked_keys()},
         }
     return [
         f"{name}{_keys_changed(made_with, asked)}"
@@ -334,7 +350,7 @@ def record_state(
     record_path: str | Path, spec: dict, root: str | Path = ".", prepared: dict | None = None
 ) -> RecordState:
     """Whether the record at ``record_path`` was made with the settings (but
-    UNTRACKED_KEYS), model hyperparameters, training code (`training_code_digest`) and
+    `untracked_keys`), model hyperparameters, training code (`training_code_digest`) and
     prepared data (`prepared_digests`, under ``root``) that ``spec``
     (`ssmbench.config.job_spec`) asks for, and it and the files it names are as they were
     written (`unit_problems`: ``edited`` says which are not). A missing or unreadable

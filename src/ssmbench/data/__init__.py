@@ -1,16 +1,19 @@
 """Datasets: fetching raw files, preparing them in the common format, opening them.
 
-* :mod:`ssmbench.data.catalog` — what is known about each dataset (domain, shape, size).
-* :mod:`ssmbench.data.sources` — fetch / prepare / pre-flight check, by benchmark source.
-* :mod:`ssmbench.data.uea` — the UEA archive's files, fetched: :func:`fetch_uea`;
-  :mod:`ssmbench.data.uea_prepare` — prepared: :func:`prepare_uea`; the ``.ts`` reader:
-  :mod:`ssmbench.data.ts_reader`.
-* :mod:`ssmbench.data.monster` — MONSTER from the Hugging Face Hub or a local copy;
-  :mod:`ssmbench.data.monster_prepare` — prepared (its chunked ``.npy`` reader/writer:
-  :mod:`ssmbench.data.npy_chunks`).
-* :mod:`ssmbench.data.physiome` — Physiome-ODE, generated with myokit or from Zenodo.
-* :mod:`ssmbench.data.fading_flash` — TIDES' Fading Flash task, generated.
-* :mod:`ssmbench.data.drop_rate` — drop-rate variants of a prepared dataset (TIDES).
+* :mod:`ssmbench.data.catalog` — what is known about each dataset (domain, shape, size),
+  gathered from the sources' rows.
+* :mod:`ssmbench.data.sources` — fetch / prepare / pre-flight check, by benchmark source,
+  through the source table (:mod:`ssmbench.data.source_registry`).
+* One folder per source, each with ``source.py`` (its `Source`), ``fetch.py``,
+  ``prepare.py``, ``catalog.py`` and ``params.schema.yaml``:
+  :mod:`ssmbench.data.uea` — the UEA archive (:func:`fetch_uea`, :func:`prepare_uea`; the
+  ``.ts`` reader: :mod:`ssmbench.data.uea.ts_reader`);
+  :mod:`ssmbench.data.monster` — MONSTER from the Hugging Face Hub or a local copy (its
+  chunked ``.npy`` reader/writer: :mod:`ssmbench.data.npy_chunks`);
+  :mod:`ssmbench.data.physiome` — Physiome-ODE, generated with myokit or from Zenodo;
+  :mod:`ssmbench.data.synthetic` — TIDES' Fading Flash task, generated;
+  :mod:`ssmbench.data.uea_drop` — drop-rate variants of a prepared dataset (TIDES);
+  :mod:`ssmbench.data.uea6` — UEA datasets under the Log-NCDE protocol.
 * :mod:`ssmbench.data.store` — the prepared format (``docs/contracts.md``):
   :class:`PreparedDataset`; :mod:`ssmbench.data.validation_split` — the
   early-stopping validation rows (:func:`stratified_validation_split`, the authors' split).
@@ -30,10 +33,10 @@ import importlib
 _EXPORTS = {
     "DataError": "ssmbench.data.errors",
     "PreparedDataset": "ssmbench.data.store",
-    "UEA_DATASETS": "ssmbench.data.catalog",
-    "fetch_uea": "ssmbench.data.uea",
+    "UEA_DATASETS": "ssmbench.data.uea.catalog",
+    "fetch_uea": "ssmbench.data.uea.fetch",
     "known_datasets": "ssmbench.data.catalog",
-    "prepare_uea": "ssmbench.data.uea_prepare",
+    "prepare_uea": "ssmbench.data.uea.prepare",
     "stratified_validation_split": "ssmbench.data.validation_split",
 }
 

@@ -85,21 +85,19 @@ def prepared_size(folder: str | Path) -> DatasetSize | None:
 
 
 def _catalog_size(benchmark: str, dataset: str, source: str) -> DatasetSize | None:
-    from ssmbench.data.catalog import UEA_DATASETS, catalog
+    from ssmbench.data.catalog import catalog_entry
 
-    entries = {(e.benchmark, e.name): e for e in catalog()}
-    entry = entries.get((benchmark, dataset)) or entries.get((source, dataset))
+    entry = catalog_entry(benchmark, dataset, source)
     if entry is None:
         return None
-    uea = UEA_DATASETS.get(dataset) if entry.benchmark == "uea" else None
     return DatasetSize(
         N=entry.N,
         C=entry.C,
         L=entry.L,
         n_classes=entry.n_classes,
         task=entry.task,
-        n_train=(uea or {}).get("n_train"),
-        n_test=(uea or {}).get("n_test"),
+        n_train=entry.n_train,
+        n_test=entry.n_test,
     )
 
 

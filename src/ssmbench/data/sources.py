@@ -1,23 +1,20 @@
 """One entry point per step for every data source: fetch, prepare, and the pre-flight
 check that a dataset can be had. The CLI and the workflow call these; each step
 dispatches through the source table, ``SOURCES`` (``source_registry.py``: params.yaml
-`benchmarks.<b>.source` -> a `Source`, ``source_type.py``), to the source's module:
+`benchmarks.<b>.source` -> a `Source`, ``source_type.py``), to the source's folder
+(``data/<name>/``):
 
-* ``uea``       UEA archive (``source_uea.py``, ``uea.py``): local archive folder, aeon's
-                bundled sets, download.
-* ``monster``   MONSTER on the Hugging Face Hub (``source_monster.py``, ``monster.py``).
-* ``physiome``  Physiome-ODE (``source_physiome.py``, ``physiome/``): generated from myokit
-                models, or the official Zenodo archive.
-* ``synthetic`` the TIDES Fading Flash task (``source_synthetic.py``, ``fading_flash.py``),
-                generated.
+* ``uea``       UEA archive (``uea/``): local archive folder, aeon's bundled sets, download.
+* ``monster``   MONSTER on the Hugging Face Hub (``monster/``).
+* ``physiome``  Physiome-ODE (``physiome/``): generated from myokit models, or the official
+                Zenodo archive.
+* ``synthetic`` the TIDES Fading Flash task (``synthetic/``), generated.
 * ``uea_drop``  a dataset of another benchmark with time steps dropped at random
-                (``source_uea_drop.py``, ``drop_rate.py``): ``<Base>Drop`` is derived from
-                the prepared ``<Base>`` of the benchmark named by ``derived_from``
-                (EigenWormsDrop <- uea/EigenWorms).
-* ``uea6``      a UEA dataset under the Log-NCDE protocol (``source_uea6.py``, ``uea6.py``):
-                pooled, without duplicates, one 70/15/15 split per seed; derived from the
-                prepared dataset of the same name of the benchmark named by
-                ``derived_from`` (uea).
+                (``uea_drop/``): ``<Base>Drop`` is derived from the prepared ``<Base>`` of
+                the benchmark named by ``derived_from`` (EigenWormsDrop <- uea/EigenWorms).
+* ``uea6``      a UEA dataset under the Log-NCDE protocol (``uea6/``): pooled, without
+                duplicates, one 70/15/15 split per seed; derived from the prepared dataset
+                of the same name of the benchmark named by ``derived_from`` (uea).
 
 A generated or derived source has no raw files: its fetch records its recipe (what it
 will be made from) in ``provenance.json``, so every dataset has the same fetch -> prepare
@@ -41,7 +38,6 @@ from ssmbench.data.provenance import PROVENANCE, REJECTED, verified_provenance
 from ssmbench.data.source_registry import SOURCES
 from ssmbench.data.source_type import Source
 from ssmbench.io import atomic_write_json, remove_leftover_staging
-from ssmbench.setting_defaults import source_defaults
 
 log = logging.getLogger(__name__)
 
@@ -84,10 +80,10 @@ def _source(settings: dict) -> str:
 
 
 def _complete(settings: dict) -> dict:
-    """A benchmark's settings over its source's defaults (the schema's,
-    ``ssmbench.setting_defaults``): a benchmark entry as written reads as a run's resolved
-    settings do, so the sources' readers hold no default of their own."""
-    return {**source_defaults(_source(settings)), **settings}
+    """A benchmark's settings over its source's defaults (its folder's, ``Source.settings``,
+    as ``ssmbench.setting_defaults`` gives a run them): a benchmark entry as written reads
+    as a run's resolved settings do, so the sources' readers hold no default of their own."""
+    return {**SOURCES[_source(settings)].settings.defaults(), **settings}
 
 
 @contextmanager

@@ -34,7 +34,7 @@ Choices and deviations
 * Seeds: the run's seed is the estimator's ``random_state``.
 * Loss: the test "loss" is the log loss of ``predict_proba`` (Hydra's ridge classifier
   has no probabilities: aeon returns one-hot, so its log loss is clipped at 1e-15).
-* Unequal-length UEA series arrive zero-padded, as for every model (``data/uea_prepare.py``).
+* Unequal-length UEA series arrive zero-padded, as for every model (``data/uea/prepare.py``).
 * The whole training part is loaded into memory (aeon and scikit-learn need arrays); on
   the largest MONSTER sets this needs the memory the MONSTER authors used.
 """

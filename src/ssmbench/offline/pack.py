@@ -106,15 +106,12 @@ def plan_datasets(params: dict, suite: str | None = None) -> list[DatasetPlan]:
 
 
 def _plan(params: dict, benchmark: str, dataset: str, settings: dict, source) -> DatasetPlan:
-    from ssmbench.data.uea import archive_root
-
     if source.recipe is not None:
         return DatasetPlan(benchmark, dataset, "made", None, settings)
-    if settings["source"] == "uea":
-        root = archive_root(dataset, settings["archive_dir"])
-        if root is not None:
-            return DatasetPlan(benchmark, dataset, "archive", str(root / dataset), settings)
-    elif source.source_files is not None and (files := source.source_files(dataset, settings)):
+    archive = source.archive_folder(dataset, settings) if source.archive_folder else None
+    if archive is not None:
+        return DatasetPlan(benchmark, dataset, "archive", str(archive), settings)
+    if source.source_files is not None and (files := source.source_files(dataset, settings)):
         raise DataError(
             f"{benchmark}/{dataset}: its fetch copies a local folder ({files[0].parent}: "
             f"benchmarks.{benchmark}.local_dir), which a bundle does not carry: the node's "

@@ -24,7 +24,7 @@ from .tables import MISSING, PM, write_table
 MISSING_RUN = "a model or Δ it needs has no run"
 
 DATASET = ("synthetic", "FadingFlash")
-#: The noisy variant: trained on noisy rows, tested on clean ones (data/fading_flash.py).
+#: The noisy variant: trained on noisy rows, tested on clean ones (data/synthetic/prepare.py).
 NOISY_DATASET = "FadingFlashNoisy"
 #: The training range of Δ (params.yaml ``benchmarks.synthetic.generator.dt_range``'s
 #: default, the reference's U[0.5, 1.5]).

@@ -2,7 +2,7 @@
 model learnt, recorded beside its scores.
 
 A dataset lists its probes in ``meta.json`` under ``"probes"`` (the Fading Flash
-generator, ``data/fading_flash.py``, writes ``effective_decay``); a model answers a probe
+generator, ``data/synthetic/prepare.py``, writes ``effective_decay``); a model answers a probe
 when it has the method the probe calls. The run record holds the answers under
 ``"probes"`` (``None`` when no probe applies), measured on the tested (best) weights.
 

@@ -67,6 +67,9 @@ The package, one thing per module:
   folder (``prepare_from_folds``; the archive: ``prepare_official``).
 * ``fetch.py``: ``fetch_physiome`` (either mode) and the pre-flight ``locate_physiome``.
 * ``prepare.py``: ``prepare_physiome``, the prepared folder and its ``meta.json``.
+* ``source.py``: the ``physiome`` source (its `Source`, ``ssmbench.data.source_registry``);
+  ``catalog.py``: its catalog rows (the ``physiome`` and ``physiome_ode`` benchmarks);
+  ``params.schema.yaml``: the settings it reads.
 
 The download machinery (resume, checksum, safe extraction, stage-then-replace) is shared
 with the other sources: ``ssmbench.data.download``.
@@ -102,27 +105,36 @@ Always:
   instead of LSODA; no ``max_step`` limit.
 """
 
-from ssmbench.data.physiome.dataset import build_dataset, fold_assignment
-from ssmbench.data.physiome.fetch import fetch_physiome, locate_physiome
-from ssmbench.data.physiome.models import MYOKIT_PINNED, PHYSIOME_MODELS, PINNED_SHA256
-from ssmbench.data.physiome.myokit_models import load_model_files
-from ssmbench.data.physiome.prepare import DEVIATIONS, prepare_physiome
-from ssmbench.data.physiome.settings import DEFAULTS, resolve_settings, seed_words
-from ssmbench.data.physiome.simulate import simulate_physiome
+from __future__ import annotations
 
-__all__ = [
-    "DEFAULTS",
-    "DEVIATIONS",
-    "MYOKIT_PINNED",
-    "PHYSIOME_MODELS",
-    "PINNED_SHA256",
-    "build_dataset",
-    "fetch_physiome",
-    "fold_assignment",
-    "load_model_files",
-    "locate_physiome",
-    "prepare_physiome",
-    "resolve_settings",
-    "seed_words",
-    "simulate_physiome",
-]
+import importlib
+
+#: the names this package offers, each from the module that defines it, imported on first
+#: use: importing a module of the package (the source table imports ``source.py``) imports
+#: no numpy or myokit until a name that needs them is asked for
+_EXPORTS = {
+    "DEFAULTS": "ssmbench.data.physiome.settings",
+    "DEVIATIONS": "ssmbench.data.physiome.prepare",
+    "MYOKIT_PINNED": "ssmbench.data.physiome.models",
+    "PHYSIOME_MODELS": "ssmbench.data.physiome.models",
+    "PINNED_SHA256": "ssmbench.data.physiome.models",
+    "build_dataset": "ssmbench.data.physiome.dataset",
+    "fetch_physiome": "ssmbench.data.physiome.fetch",
+    "fold_assignment": "ssmbench.data.physiome.dataset",
+    "load_model_files": "ssmbench.data.physiome.myokit_models",
+    "locate_physiome": "ssmbench.data.physiome.fetch",
+    "prepare_physiome": "ssmbench.data.physiome.prepare",
+    "resolve_settings": "ssmbench.data.physiome.settings",
+    "seed_words": "ssmbench.data.physiome.settings",
+    "simulate_physiome": "ssmbench.data.physiome.simulate",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value

@@ -1,7 +1,7 @@
 """MONSTER (Monash Scalable Time Series Evaluation Repository) from the Hugging Face Hub.
 
 ``fetch_monster`` puts the raw files of one dataset in ``<raw_dir>/<Name>/`` with a
-``provenance.json`` beside them; ``ssmbench.data.monster_prepare.prepare_monster`` turns
+``provenance.json`` beside them; ``ssmbench.data.monster.prepare.prepare_monster`` turns
 them into the prepared format of ``docs/contracts.md`` without ever loading ``X`` into
 memory.
 

@@ -1,4 +1,4 @@
-"""The ``synthetic`` source: the TIDES Fading Flash task (``fading_flash.py``), generated
+"""The ``synthetic`` source: the TIDES Fading Flash task (``prepare.py``), generated
 from its ``generator`` settings."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ssmbench.data.source_type import Source
 
 def _known(name: str):
     """fading_flash, once `name` is known to be one of its datasets."""
-    from ssmbench.data import fading_flash
+    from ssmbench.data.synthetic import prepare as fading_flash
 
     if name not in fading_flash.NAMES:
         raise DataError(
@@ -61,6 +61,30 @@ def check_recipe(name: str, settings: dict) -> None:
         ) from exc
 
 
+def split_rows(name: str, settings: dict, size, val_fraction: float):
+    """The generator's sizes: ``n_train`` rows (``val_fraction`` of them for validation)
+    and ``n_test_per_dt`` per test step size; None where the settings give no n_train."""
+    from ssmbench.data.split_rows import official_split
+
+    gen = settings["generator"]
+    if not gen.get("n_train"):
+        return None
+    n_test = int(gen.get("n_test_per_dt", 0)) * len(gen.get("test_dts") or [1])
+    return official_split(int(gen["n_train"]), n_test, val_fraction)
+
+
+def catalog() -> dict:
+    from ssmbench.data.synthetic.catalog import CATALOG
+
+    return CATALOG
+
+
 SOURCE = Source(
-    prepare=prepare, content_keys=("generator",), recipe=recipe, check_recipe=check_recipe
+    prepare=prepare,
+    content_keys=("generator",),
+    recipe=recipe,
+    check_recipe=check_recipe,
+    catalog=catalog,
+    settings_schema=Path(__file__).with_name("params.schema.yaml"),
+    split_rows=split_rows,
 )

@@ -1,4 +1,4 @@
-"""The UEA archive's raw ``.ts`` files (``ssmbench.data.uea``) made into the prepared
+"""The UEA archive's raw ``.ts`` files (``ssmbench.data.uea.fetch``) made into the prepared
 format of ``docs/contracts.md``: ``prepare_uea`` writes ``X.npy``, ``y.npy``,
 ``test_indices_fold_0.txt`` and ``meta.json``.
 
@@ -45,13 +45,14 @@ from pathlib import Path
 
 import numpy as np
 
-from ssmbench.data.catalog import compare_with_catalog, domain_of
+from ssmbench.data.catalog_entry import compare_with_row, domain_in
 from ssmbench.data.checksums import sha256_file
 from ssmbench.data.errors import DataError
 from ssmbench.data.prepared_files import seal_prepared
 from ssmbench.data.provenance import check_raw_files, fetch_record
-from ssmbench.data.ts_reader import TsFile, read_ts
-from ssmbench.data.uea import SPLITS, file_names
+from ssmbench.data.uea.catalog import CHECKED_FIELDS, UEA_DATASETS
+from ssmbench.data.uea.fetch import SPLITS, file_names
+from ssmbench.data.uea.ts_reader import TsFile, read_ts
 from ssmbench.io import atomic_folder
 
 NORMALISATION = "per_channel_train_zscore"
@@ -133,12 +134,12 @@ def _check_prepared_size(
 def _check_catalog(
     name: str, paths: dict[str, Path], parsed: dict[str, TsFile], read: dict
 ) -> tuple[dict, list[str]]:
-    """What was read against the catalog's entry (``catalog.compare_with_catalog``):
+    """What was read against the catalog's entry (``catalog_entry.compare_with_row``):
     (``meta["catalog_check"]``, warnings). A difference the entry does not expect is a
     DataError naming the file(s) and both numbers, unless the files that hold the field
     declare themselves a subset (``@subset <what>`` in the header): then it is recorded,
     with a warning that results on it are not those of the catalog's dataset."""
-    check = compare_with_catalog("uea", name, read)
+    check = compare_with_row(f"uea/{name}", UEA_DATASETS.get(name), read, CHECKED_FIELDS)
     subset = {}
     for split in SPLITS:
         if SUBSET_TAG in parsed[split].header:
@@ -169,10 +170,10 @@ def _check_catalog(
         )
         raise DataError(
             f"{' and '.join(map(str, files))}: {name} as read differs from its catalog entry "
-            f"{check['entry']} (ssmbench.data.catalog): {listed}. A .ts file cut short at a "
+            f"{check['entry']} (ssmbench.data.uea.catalog): {listed}. A .ts file cut short at a "
             f"line end reads as fewer rows and raises nothing else: fetch the dataset again. "
             f"If the archive's files really differ, record the value and the reason in the "
-            f"entry's expected_differences (src/ssmbench/data/catalog.py); a deliberate "
+            f"entry's expected_differences (src/ssmbench/data/uea/catalog.py); a deliberate "
             f"subset of the rows or steps declares itself with an '@{SUBSET_TAG} <what>' line "
             f"in the header of its .ts files."
         )
@@ -271,7 +272,7 @@ def prepare_uea(
     meta = {
         "name": name,
         "benchmark": "uea",
-        "domain": domain_of("uea", name),
+        "domain": domain_in(UEA_DATASETS, name),
         "task": "classification",
         "N": N,
         "C": C,

@@ -1,4 +1,4 @@
-"""MONSTER's raw files (``ssmbench.data.monster``) made into the prepared format of
+"""MONSTER's raw files (``ssmbench.data.monster.fetch``) made into the prepared format of
 ``docs/contracts.md``: ``prepare_monster`` writes ``X.npy``, ``y.npy``, the five
 ``test_indices_fold_{k}.txt`` and ``meta.json``, without ever loading ``X`` into memory.
 
@@ -37,11 +37,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ssmbench.data.catalog import MONSTER_DATASETS, compare_with_catalog, domain_of
+from ssmbench.data.catalog_entry import compare_with_row, domain_in
 from ssmbench.data.checksums import sha256_file
 from ssmbench.data.download import copy_file
 from ssmbench.data.errors import DataError
-from ssmbench.data.monster import N_FOLDS, check_name, folder_files, repo_id_of
+from ssmbench.data.monster.catalog import CHECKED_FIELDS, MONSTER_DATASETS
+from ssmbench.data.monster.fetch import N_FOLDS, check_name, folder_files, repo_id_of
 from ssmbench.data.npy_chunks import read_npy_header, row_chunks, scan_and_convert, write_npy
 from ssmbench.data.prepared_files import seal_prepared
 from ssmbench.data.provenance import check_raw_files, fetch_record
@@ -234,7 +235,7 @@ def prepare_monster(
         meta = {
             "name": name,
             "benchmark": "monster",
-            "domain": domain_of("monster", name),
+            "domain": domain_in(MONSTER_DATASETS, name),
             "task": "classification",
             "N": N,
             "C": C,
@@ -274,13 +275,13 @@ def prepare_monster(
 
 
 def _catalog_check(name: str, x_path: Path, read: dict) -> tuple[dict, list[str]]:
-    """What was read against the catalog's entry (``catalog.compare_with_catalog``):
+    """What was read against the catalog's entry (``catalog_entry.compare_with_row``):
     (``meta["catalog_check"]``, warnings). A difference the entry does not expect is a
     recorded warning, not an error: X's header gives N, C and L, so it is the file as
     fetched, not a damaged copy (a truncated X fails its read; a Hub download is also
     checked against the Hub's checksum, a local_dir copy against a SHA256SUMS where one is
     given)."""
-    check = compare_with_catalog("monster", name, read)
+    check = compare_with_row(f"monster/{name}", MONSTER_DATASETS.get(name), read, CHECKED_FIELDS)
     unexpected = [d for d in check["differences"] if d["reason"] is None]
     if check["entry"] is None:
         result = "not in the catalog"
@@ -294,11 +295,11 @@ def _catalog_check(name: str, x_path: Path, read: dict) -> tuple[dict, list[str]
                            for d in unexpected)  # fmt: skip
         warnings.append(
             f"{x_path}: {name} as read differs from its catalog entry {check['entry']} "
-            f"(ssmbench.data.catalog): {listed}. Prepared as read (X's own header gives "
+            f"(ssmbench.data.monster.catalog): {listed}. Prepared as read (X's own header gives "
             f"N, C and L: a truncated file would not have read); results on it may not be "
             f"comparable with the MONSTER paper's. Once the difference is understood, "
             f"record it with its reason in the entry's expected_differences "
-            f"(src/ssmbench/data/catalog.py)."
+            f"(src/ssmbench/data/monster/catalog.py)."
         )
     return {**check, "result": result}, warnings
 

@@ -35,10 +35,28 @@ def check_recipe(name: str, settings: dict) -> None:
     resolve_settings(name, settings)
 
 
+def split_rows(name: str, settings: dict, size, val_fraction: float):
+    """70/20/10 of the instances: the generator's ``n_instances``, else the dataset's N."""
+    if size is None or size.N is None:
+        return None
+    N = int((settings.get("generator") or {}).get("n_instances") or size.N)
+    n_val, n_test = round(0.2 * N), round(0.1 * N)
+    return N - n_val - n_test, n_val, n_test
+
+
+def catalog() -> dict:
+    from ssmbench.data.physiome.catalog import CATALOG
+
+    return CATALOG
+
+
 SOURCE = Source(
     prepare=prepare,
     content_keys=("mode", "generator", "zenodo"),
     fetch=fetch,
     locate=locate,
     check_recipe=check_recipe,
+    catalog=catalog,
+    settings_schema=Path(__file__).with_name("params.schema.yaml"),
+    split_rows=split_rows,
 )

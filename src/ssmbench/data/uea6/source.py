@@ -1,4 +1,4 @@
-"""The ``uea6`` source: a UEA dataset under the Log-NCDE protocol (``uea6.py``): pooled,
+"""The ``uea6`` source: a UEA dataset under the Log-NCDE protocol (``prepare.py``): pooled,
 without duplicates, one 70/15/15 split per seed (its ``split`` settings); derived from
 the prepared dataset of the same name of the benchmark named by ``derived_from`` (uea)."""
 
@@ -22,7 +22,7 @@ def recipe(name: str, settings: dict) -> dict:
 
 
 def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data.uea6 import prepare_uea6_variant
+    from ssmbench.data.uea6.prepare import prepare_uea6_variant
 
     base_benchmark, base = derived_from(name, settings)
     source_dir = out_dir.parent / base_benchmark / base
@@ -37,7 +37,7 @@ def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
 
 
 def check_recipe(name: str, settings: dict) -> None:
-    from ssmbench.data.uea6 import check_split
+    from ssmbench.data.uea6.prepare import check_split
 
     try:
         check_split(**settings["split"])
@@ -47,10 +47,30 @@ def check_recipe(name: str, settings: dict) -> None:
         ) from exc
 
 
+def split_rows(name: str, settings: dict, size, val_fraction: float):
+    """The ``split.fractions`` of the pooled rows (duplicates not removed): a permutation
+    cut at int(f_train N), int((f_train + f_val) N)."""
+    fractions = settings["split"].get("fractions")
+    if not fractions or size is None or size.N is None:
+        return None
+    N = int(size.N)
+    a, b = int(fractions[0] * N), int((fractions[0] + fractions[1]) * N)
+    return a, b - a, N - b
+
+
+def catalog() -> dict:
+    from ssmbench.data.uea6.catalog import CATALOG
+
+    return CATALOG
+
+
 SOURCE = Source(
     prepare=prepare,
     content_keys=("derived_from", "split"),
     recipe=recipe,
     check_recipe=check_recipe,
     derived_from=derived_from,
+    catalog=catalog,
+    settings_schema=Path(__file__).with_name("params.schema.yaml"),
+    split_rows=split_rows,
 )

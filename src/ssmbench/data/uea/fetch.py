@@ -1,9 +1,9 @@
 """The UEA multivariate archive: where its raw ``.ts`` files come from, and fetching them.
 
 ``fetch_uea`` puts ``<raw_dir>/<Name>/<Name>_{TRAIN,TEST}.ts`` in place, with a
-``provenance.json`` beside them; ``ssmbench.data.uea_prepare.prepare_uea`` turns them into
+``provenance.json`` beside them; ``ssmbench.data.uea.prepare.prepare_uea`` turns them into
 the prepared format of ``docs/contracts.md`` (the ``.ts`` reader:
-``ssmbench.data.ts_reader``).
+``ssmbench.data.uea.ts_reader``).
 
 Where the files come from, in this order:
 
@@ -127,7 +127,7 @@ def archive_root(name: str, archive_dir: ArchiveDir) -> Path | None:
     names the files it lacks). None: unset, or no folder of the list holds ``<name>/``.
 
     This folder, not the whole list, is where the data come from: the content key of
-    ``source_uea`` and the ``archive_dir`` of ``provenance.json``, so a folder added to the
+    ``source.py`` and the ``archive_dir`` of ``provenance.json``, so a folder added to the
     list that does not hold ``<name>/`` changes nothing of ``name``'s."""
     dirs = archive_dirs(archive_dir)
     if len(dirs) == 1:

@@ -1,5 +1,5 @@
 """The ``uea_drop`` source: a dataset of another benchmark with time steps dropped at
-random (``drop_rate.py``): ``<Base>Drop`` is derived from the prepared ``<Base>`` of the
+random (``prepare.py``): ``<Base>Drop`` is derived from the prepared ``<Base>`` of the
 benchmark named by ``derived_from`` (EigenWormsDrop <- uea/EigenWorms), by its ``drop``
 settings."""
 
@@ -31,7 +31,7 @@ def recipe(name: str, settings: dict) -> dict:
 
 
 def prepare(name: str, raw_dir: Path, out_dir: Path, settings: dict) -> Path:
-    from ssmbench.data.drop_rate import prepare_drop_rate_variant
+    from ssmbench.data.uea_drop.prepare import prepare_drop_rate_variant
 
     base_benchmark, base = derived_from(name, settings)
     source_dir = out_dir.parent / base_benchmark / base
@@ -51,10 +51,30 @@ def check_recipe(name: str, settings: dict) -> None:
     derived_from(name, settings)  # the name: <Base>Drop
 
 
+def split_rows(name: str, settings: dict, size, val_fraction: float):
+    """Its base's TRAIN/TEST (the UEA catalog's row), with ``val_fraction`` of TRAIN for
+    validation."""
+    from ssmbench.data.split_rows import official_split
+    from ssmbench.data.uea.catalog import UEA_DATASETS
+
+    row = UEA_DATASETS.get(name) or UEA_DATASETS.get(name.removesuffix(DROP_SUFFIX)) or {}
+    n_train, n_test = row.get("n_train"), row.get("n_test")
+    return official_split(n_train, n_test, val_fraction) if n_train and n_test else None
+
+
+def catalog() -> dict:
+    from ssmbench.data.uea_drop.catalog import CATALOG
+
+    return CATALOG
+
+
 SOURCE = Source(
     prepare=prepare,
     content_keys=("derived_from", "drop"),
     recipe=recipe,
     check_recipe=check_recipe,
     derived_from=derived_from,
+    catalog=catalog,
+    settings_schema=Path(__file__).with_name("params.schema.yaml"),
+    split_rows=split_rows,
 )

@@ -1,0 +1,1 @@
+"""The ``monster`` source: MONSTER on the Hugging Face Hub (``source.py``: its `Source`)."""

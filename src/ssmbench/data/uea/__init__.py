@@ -1,0 +1,1 @@
+"""The ``uea`` source: the UEA multivariate archive (``source.py``: its `Source`)."""

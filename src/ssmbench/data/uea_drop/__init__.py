@@ -1,0 +1,2 @@
+"""The ``uea_drop`` source: datasets with time steps dropped at random (``source.py``: its
+`Source`)."""
